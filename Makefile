@@ -1,0 +1,36 @@
+# ferry — make targets. `make example` and `make test` are the two README commands.
+SHELL := /usr/bin/env bash
+GO ?= go
+BIN := $(CURDIR)/bin
+TESTBIN := $(CURDIR)/.cache/testbin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
+.PHONY: build example test tools vet bench bench-render clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ferry ./cmd/ferry
+
+# ferry's main job on the bundled example: render the GPU-cluster repo with
+# its throwaway age key and print the decrypted, rendered YAML.
+example: build
+	SOPS_AGE_KEY_FILE=examples/age-test-key.txt $(BIN)/ferry render --repo examples/gpu-cluster
+
+tools:
+	hack/tools.sh
+
+vet:
+	@unformatted=$$(gofmt -l cmd internal); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+# The whole test suite, with the tools it compares against.
+test: tools vet
+	FERRY_TESTBIN=$(TESTBIN) $(GO) test -count=1 ./...
+
+bench: bench-render
+
+bench-render: build tools
+	bench/render.sh
+
+clean:
+	rm -rf $(BIN)

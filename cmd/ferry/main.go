@@ -1,0 +1,18 @@
+// Command ferry is a push-model GitOps pipeline runner: it renders a
+// repository's Kustomize targets, decrypts their SOPS secrets, and carries
+// them to clusters from CI.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], newEnv())
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/manifest"
+	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/secrets"
+)
+
+type renderOptions struct {
+	repo             string
+	outDir           string
+	list             bool
+	format           string
+	noDecrypt        bool
+	allowRemoteBases bool
+}
+
+func newRenderCmd(e *env) *cobra.Command {
+	o := &renderOptions{}
+	cmd := &cobra.Command{
+		Use:   "render [TARGET...]",
+		Short: "Print the rendered, decrypted manifests of targets",
+		Long: `Render prints the fully rendered YAML of one or more targets (all of them
+when none is named), with SOPS-encrypted files decrypted in memory.
+
+Targets come from ferry.yaml when it declares them, otherwise from the Flux
+Kustomization objects of the repository: each cluster root (the tree a
+flux-system sync Kustomization points at, or a clusters/<name>/ folder) is
+rendered and every Kustomization in its output is a target, recursively;
+Kustomization files no root reaches are targets too. A target name is the
+Kustomization's name, or <cluster>/<name> when that is ambiguous.
+
+Age identities come from SOPS_AGE_KEY (one or more AGE-SECRET-KEY-1... lines)
+or SOPS_AGE_KEY_FILE. Every target is rendered before anything is printed;
+if one fails, nothing is printed on stdout.
+
+Exit status: 0 rendered, 2 any error (the message names the target, file or
+object).`,
+		Example: `  # everything, one YAML stream
+  SOPS_AGE_KEY_FILE=age.key ferry render --repo examples/gpu-cluster
+
+  # one target, one file per object
+  ferry render stage -o out/
+
+  # the targets ferry found and where each came from
+  ferry render --list --repo examples/fleet
+
+  # without a key: encrypted Secrets are left out, and listed on stderr
+  ferry render --no-decrypt`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRender(cmd, e, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.repo, "repo", ".", "repository root")
+	f.StringVarP(&o.outDir, "output-dir", "o", "", "write one file per object under `DIR`/<target>/ instead of printing")
+	f.BoolVar(&o.list, "list", false, "list the targets found, where each came from, and those skipped")
+	f.StringVar(&o.format, "format", "text", "format of --list: text or json")
+	f.BoolVar(&o.noDecrypt, "no-decrypt", false, "leave SOPS-encrypted Secrets out instead of decrypting them")
+	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
+	return cmd
+}
+
+// decryptor reads the age identities once, from SOPS_AGE_KEY or the file
+// SOPS_AGE_KEY_FILE names, and returns a decryptor the masker watches.
+func (e *env) decryptor() (*secrets.Decryptor, error) {
+	text := e.getenv("SOPS_AGE_KEY")
+	if text == "" {
+		if p := e.getenv("SOPS_AGE_KEY_FILE"); p != "" {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("SOPS_AGE_KEY_FILE: %w", err)
+			}
+			text = string(b)
+		}
+	}
+	var ids *secrets.Identities
+	if strings.TrimSpace(text) != "" {
+		var err error
+		if ids, err = secrets.ParseIdentities(text); err != nil {
+			return nil, err
+		}
+	}
+	d := secrets.NewDecryptor(ids)
+	e.masker.Watch(d)
+	return d, nil
+}
+
+func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) error {
+	ctx := cmd.Context()
+	if o.format != "text" && o.format != "json" {
+		return fmt.Errorf("--format %q: want text or json", o.format)
+	}
+	opts := render.Options{NoDecrypt: o.noDecrypt, AllowRemoteBases: o.allowRemoteBases}
+	if !o.noDecrypt {
+		d, err := e.decryptor()
+		if err != nil {
+			return err
+		}
+		opts.Decryptor = d
+	}
+	repo, err := config.Load(ctx, o.repo, opts)
+	if err != nil {
+		return err
+	}
+	if o.list {
+		return printTargets(e, repo, o.format)
+	}
+	targets, err := repo.Select(args)
+	if err != nil {
+		return err
+	}
+	var results []*render.Result
+	var errs []error
+	for _, t := range targets {
+		res, err := repo.Render(ctx, t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		results = append(results, res)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, res := range results {
+		for _, id := range res.Omitted {
+			fmt.Fprintf(e.stderr, "ferry: target %q: left out encrypted %s (--no-decrypt)\n", res.Name, id)
+		}
+	}
+	if o.outDir != "" {
+		return writeObjects(o.outDir, results)
+	}
+	var all manifest.Set
+	for _, res := range results {
+		all.Objects = append(all.Objects, res.Set.Objects...)
+	}
+	out, err := all.YAML()
+	if err != nil {
+		return err
+	}
+	_, err = e.stdout.Write(out)
+	return err
+}
+
+// writeObjects writes one file per object under dir/<target>/. Secrets are
+// written readable by the owner only.
+func writeObjects(dir string, results []*render.Result) error {
+	for _, res := range results {
+		tdir := filepath.Join(dir, filepath.FromSlash(res.Name))
+		if err := os.MkdirAll(tdir, 0o755); err != nil {
+			return err
+		}
+		for _, o := range res.Set.Objects {
+			b, err := manifest.YAML(o)
+			if err != nil {
+				return err
+			}
+			mode := os.FileMode(0o644)
+			if o.GetKind() == "Secret" {
+				mode = 0o600
+			}
+			if err := os.WriteFile(filepath.Join(tdir, manifest.FileName(o)), b, mode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func printTargets(e *env, repo *config.Repo, format string) error {
+	if format == "json" {
+		type target struct {
+			Name            string   `json:"name"`
+			Cluster         string   `json:"cluster,omitempty"`
+			Path            string   `json:"path"`
+			Prune           bool     `json:"prune"`
+			TargetNamespace string   `json:"targetNamespace,omitempty"`
+			DependsOn       []string `json:"dependsOn,omitempty"`
+			Origin          string   `json:"origin"`
+		}
+		out := struct {
+			Targets  []target         `json:"targets"`
+			Skipped  []config.Skipped `json:"skipped,omitempty"`
+			Clusters []config.Cluster `json:"clusters,omitempty"`
+		}{Targets: []target{}, Skipped: repo.Skipped, Clusters: repo.Clusters}
+		for _, t := range repo.Targets {
+			out.Targets = append(out.Targets, target{t.Name, t.Cluster, t.Path, t.Prune, t.TargetNamespace, t.DependsOn, t.Origin})
+		}
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TARGET\tCLUSTER\tPATH\tPRUNE\tDEPENDS ON\tFROM")
+	for _, t := range repo.Targets {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\t%s\n", t.Name, dash(t.Cluster), t.Path, t.Prune, dash(strings.Join(t.DependsOn, ",")), t.Origin)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, s := range repo.Skipped {
+		name := s.Name
+		if s.Cluster != "" {
+			name = s.Cluster + "/" + s.Name
+		}
+		fmt.Fprintf(e.stdout, "skipped %s (%s): %s\n", name, s.Origin, s.Reason)
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ferry-ci/ferry/internal/secrets"
+)
+
+// Exit codes are a contract for every command.
+const (
+	exitOK          = 0
+	exitDifferences = 1
+	exitError       = 2
+)
+
+// env is everything a command reads from outside its flags: streams and
+// environment variables, read once here and passed down.
+type env struct {
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	// masker collects decrypted values so nothing printed to stderr
+	// carries them.
+	masker *secrets.Masker
+}
+
+func newEnv() *env {
+	return &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, masker: secrets.NewMasker()}
+}
+
+// exitCodeError carries an exit status other than 2 out of a command.
+type exitCodeError struct {
+	code int
+	msg  string
+}
+
+func (e *exitCodeError) Error() string { return e.msg }
+
+// run executes ferry with args and returns the process exit status.
+func run(ctx context.Context, args []string, e *env) int {
+	if e.masker == nil {
+		e.masker = secrets.NewMasker()
+	}
+	cmd := newRootCmd(e)
+	cmd.SetArgs(args)
+	cmd.SetOut(e.stdout)
+	cmd.SetErr(e.stderr)
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ec *exitCodeError
+	if errors.As(err, &ec) {
+		if ec.msg != "" {
+			fmt.Fprintln(e.stderr, e.masker.Mask(ec.msg))
+		}
+		return ec.code
+	}
+	fmt.Fprintln(e.stderr, "ferry: "+e.masker.Mask(strings.TrimSpace(err.Error())))
+	return exitError
+}
+
+func newRootCmd(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ferry",
+		Short: "Carry a GitOps repository to its clusters from CI",
+		Long: `ferry renders the Kustomize targets of a GitOps repository (ferry.yaml or
+Flux Kustomization objects), decrypts their SOPS/age secrets in memory, and
+carries them to clusters from CI.
+
+Exit status, for every command: 0 success, 1 differences or drift found
+where asked to fail on them, 2 any error.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newRenderCmd(e), newVersionCmd(e))
+	return root
+}

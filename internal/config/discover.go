@@ -1,0 +1,315 @@
+package config
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-ci/ferry/internal/render"
+)
+
+// clusterRoot is where discovery starts for one cluster.
+type clusterRoot struct {
+	Cluster
+	sync *FluxObject // the flux-system sync Kustomization, if any
+}
+
+// discover finds targets the way Flux does: render each cluster's root;
+// every Kustomization in a render (as patched) is a target, and its own
+// render is searched again. Kustomization objects in files that no root
+// reaches are targets too, found by a plain file scan.
+func (r *Repo) discover(ctx context.Context) error {
+	objs, err := scanFluxObjects(r.Root)
+	if err != nil {
+		return err
+	}
+	roots := findClusterRoots(r.Root, objs)
+	self := selfSources(objs, roots)
+	byKey := map[string]*Target{} // cluster/namespace/name
+
+	add := func(cluster string, ks *unstructured.Unstructured, origin string) *Target {
+		ns := ks.GetNamespace()
+		if ns == "" {
+			ns = DefaultNamespace
+		}
+		key := cluster + "/" + ns + "/" + ks.GetName()
+		if _, dup := byKey[key]; dup {
+			return nil
+		}
+		t := &Target{
+			Name:          ks.GetName(),
+			Cluster:       cluster,
+			Namespace:     ns,
+			Origin:        origin,
+			Kustomization: ks,
+		}
+		t.fillFromSpec()
+		for _, d := range dependsOn(ks) {
+			if d.Namespace == "" {
+				d.Namespace = ns
+			}
+			t.deps = append(t.deps, d)
+		}
+		if reason := r.resolveSource(t, self); reason != "" {
+			r.Skipped = append(r.Skipped, Skipped{Name: t.Name, Cluster: cluster, Origin: origin, Reason: reason})
+			byKey[key] = nil
+			return nil
+		}
+		if r.File != nil {
+			if c, ok := r.File.Clusters[cluster]; ok {
+				t.useCluster(c)
+			}
+		}
+		byKey[key] = t
+		r.Targets = append(r.Targets, t)
+		return t
+	}
+	origin := func(cluster string, ks *unstructured.Unstructured, via string) string {
+		for _, o := range objs {
+			if isKustomization(o.Object) && o.Object.GetName() == ks.GetName() && o.Object.GetNamespace() == ks.GetNamespace() &&
+				clusterOfFile(o.File, roots) == cluster {
+				return o.Where()
+			}
+		}
+		return "rendered from " + via
+	}
+
+	var queue []*Target
+	for _, root := range roots {
+		r.Clusters = append(r.Clusters, root.Cluster)
+		rootKs := syntheticKustomization(root.Name, root.Path)
+		if root.sync != nil {
+			rootKs = root.sync.Object.DeepCopy()
+		}
+		res, err := render.Build(ctx, render.Spec{Name: "cluster root " + root.Path, Root: r.Root, Kustomization: rootKs}, r.opts)
+		if err != nil {
+			return fmt.Errorf("discovering targets of cluster %q: %w", root.Name, err)
+		}
+		r.rootObjs[root.Name] = res.Set.Objects
+		for _, o := range res.Set.Objects {
+			if !isKustomization(o) || (root.sync != nil && o.GetName() == root.sync.Object.GetName() && o.GetNamespace() == root.sync.Object.GetNamespace()) {
+				continue
+			}
+			if t := add(root.Name, o, origin(root.Name, o, root.Path)); t != nil {
+				queue = append(queue, t)
+			}
+		}
+	}
+	for len(queue) > 0 {
+		t := queue[0]
+		queue = queue[1:]
+		res, err := r.Render(ctx, t)
+		if err != nil {
+			continue // reported when the target is rendered
+		}
+		for _, o := range res.Set.Objects {
+			if isKustomization(o) {
+				if c := add(t.Cluster, o, origin(t.Cluster, o, t.Name)); c != nil {
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+
+	// Fallback: Kustomization files no root reached.
+	reached := map[string]bool{}
+	for key := range byKey {
+		parts := strings.SplitN(key, "/", 2)
+		reached[parts[1]] = true
+	}
+	for _, o := range objs {
+		if !isKustomization(o.Object) || isSyncOf(o, roots) {
+			continue
+		}
+		cluster := clusterOfFile(o.File, roots)
+		ns := o.Object.GetNamespace()
+		if ns == "" {
+			ns = DefaultNamespace
+		}
+		if _, ok := byKey[cluster+"/"+ns+"/"+o.Object.GetName()]; ok {
+			continue
+		}
+		if cluster == "" && reached[ns+"/"+o.Object.GetName()] {
+			continue
+		}
+		add(cluster, o.Object.DeepCopy(), o.Where())
+	}
+	r.nameTargets()
+	return nil
+}
+
+// findClusterRoots returns the clusters of a repository: the trees that
+// Flux sync Kustomizations point at (a Kustomization whose path contains
+// its own file), and otherwise each clusters/<name>/ folder.
+func findClusterRoots(root string, objs []FluxObject) []clusterRoot {
+	var roots []clusterRoot
+	covered := map[string]bool{}
+	for i := range objs {
+		o := &objs[i]
+		if !isKustomization(o.Object) {
+			continue
+		}
+		p, _, _ := unstructured.NestedString(o.Object.Object, "spec", "path")
+		p = path.Clean(strings.TrimPrefix(filepath.ToSlash(p), "./"))
+		if p == "." || p == "" || !strings.HasPrefix(o.File, p+"/") || covered[p] {
+			continue
+		}
+		covered[p] = true
+		roots = append(roots, clusterRoot{Cluster: Cluster{Name: path.Base(p), Path: p, Origin: o.Where()}, sync: o})
+	}
+	entries, _ := os.ReadDir(filepath.Join(root, "clusters"))
+	for _, e := range entries {
+		p := "clusters/" + e.Name()
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || covered[p] {
+			continue
+		}
+		roots = append(roots, clusterRoot{Cluster: Cluster{Name: e.Name(), Path: p, Origin: p + "/"}})
+	}
+	sort.Slice(roots, func(i, j int) bool { return roots[i].Name < roots[j].Name })
+	return roots
+}
+
+func clusterOfFile(file string, roots []clusterRoot) string {
+	for _, r := range roots {
+		if strings.HasPrefix(file, r.Path+"/") {
+			return r.Name
+		}
+	}
+	return ""
+}
+
+func isSyncOf(o FluxObject, roots []clusterRoot) bool {
+	for _, r := range roots {
+		if r.sync != nil && r.sync.File == o.File && r.sync.Line == o.Line {
+			return true
+		}
+	}
+	return false
+}
+
+// selfSources names the GitRepository objects that stand for this
+// repository: those the sync Kustomizations use, flux-system, and the only
+// GitRepository when there is just one.
+func selfSources(objs []FluxObject, roots []clusterRoot) map[string]bool {
+	self := map[string]bool{"flux-system": true}
+	for _, r := range roots {
+		if r.sync != nil {
+			if n, ok, _ := unstructured.NestedString(r.sync.Object.Object, "spec", "sourceRef", "name"); ok {
+				self[n] = true
+			}
+		}
+	}
+	names := map[string]bool{}
+	for _, o := range objs {
+		if gvk := o.Object.GroupVersionKind(); gvk.Group == SourceGroup && gvk.Kind == "GitRepository" {
+			names[o.Object.GetName()] = true
+		}
+	}
+	if len(names) == 1 {
+		for n := range names {
+			self[n] = true
+		}
+	}
+	return self
+}
+
+// resolveSource sets the directory a target renders from, or returns why
+// it cannot be rendered.
+func (r *Repo) resolveSource(t *Target, self map[string]bool) string {
+	ref, ok, _ := unstructured.NestedStringMap(t.Kustomization.Object, "spec", "sourceRef")
+	if !ok || ref["name"] == "" {
+		t.Root = r.Root
+		return ""
+	}
+	kind := ref["kind"]
+	if kind == "" {
+		kind = "GitRepository"
+	}
+	ns := ref["namespace"]
+	if ns == "" {
+		ns = t.Namespace
+	}
+	id := kind + "/" + ns + "/" + ref["name"]
+	if kind != "GitRepository" {
+		return "source " + id + ": source kind " + kind + " is not supported yet"
+	}
+	if self[ref["name"]] {
+		t.Root = r.Root
+		return ""
+	}
+	if r.File != nil {
+		if p, ok := r.File.Sources[ref["name"]]; ok {
+			dir := filepath.Join(r.Root, filepath.FromSlash(p))
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				return fmt.Sprintf("source %s: ferry.yaml says it is checked out at %s, which is not a directory", id, p)
+			}
+			t.Root = dir
+			return ""
+		}
+	}
+	return "source " + id + " is another repository: check it out beside this one and name it in ferry.yaml sources"
+}
+
+func dependsOn(ks *unstructured.Unstructured) []Dependency {
+	list, _, _ := unstructured.NestedSlice(ks.Object, "spec", "dependsOn")
+	var out []Dependency
+	for _, e := range list {
+		if m, ok := e.(map[string]any); ok {
+			n, _ := m["name"].(string)
+			ns, _ := m["namespace"].(string)
+			out = append(out, Dependency{Name: n, Namespace: ns})
+		}
+	}
+	return out
+}
+
+func syntheticKustomization(name, p string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": KustomizeGroup + "/v1",
+		"kind":       "Kustomization",
+		"metadata":   map[string]any{"name": name, "namespace": DefaultNamespace},
+		"spec":       map[string]any{"path": "./" + p},
+	}}
+}
+
+// nameTargets gives each target its bare name when that is unique, and
+// <cluster>/<name> otherwise.
+func (r *Repo) nameTargets() {
+	count := map[string]int{}
+	for _, t := range r.Targets {
+		count[t.Name]++
+	}
+	for _, t := range r.Targets {
+		if count[t.Name] > 1 && t.Cluster != "" {
+			t.Name = t.Cluster + "/" + t.Name
+		}
+	}
+	count = map[string]int{}
+	for _, t := range r.Targets {
+		count[t.Name]++
+	}
+	for _, t := range r.Targets {
+		if count[t.Name] > 1 {
+			prefix := ""
+			if t.Cluster != "" {
+				prefix = t.Cluster + "/"
+			}
+			t.Name = prefix + t.Namespace + "/" + bareName(t.Name)
+		}
+	}
+}
+
+func toMap(v any, out *map[string]any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
+}

@@ -1,0 +1,319 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-ci/ferry/internal/render"
+)
+
+// DefaultNamespace is the namespace of a target declared in ferry.yaml
+// without one: where its substituteFrom ConfigMaps and Secrets are looked up.
+const DefaultNamespace = "flux-system"
+
+// Target is one deployable unit: a path rendered with a Flux
+// Kustomization's semantics.
+type Target struct {
+	// Name is unique in the repository: the Kustomization's name, or
+	// <cluster>/<name> when the bare name would be ambiguous.
+	Name string
+	// Cluster is the cluster the target belongs to, "" when none.
+	Cluster string
+	// Namespace is the namespace of the Flux Kustomization object.
+	Namespace string
+	// Path is spec.path, relative to Root.
+	Path            string
+	Prune           bool
+	TargetNamespace string
+	// DependsOn lists the names of the targets this one depends on.
+	DependsOn []string
+	// Kubeconfig, KubeconfigEnv and Context say how to reach the cluster.
+	Kubeconfig    string
+	KubeconfigEnv string
+	Context       string
+	// Origin says where the target was declared: ferry.yaml:LINE, a file
+	// and line, or the render it was found in.
+	Origin string
+	// Root is the directory the path is rendered under: the repository, or
+	// a checked-out source named in ferry.yaml.
+	Root string
+	// Kustomization is the Flux Kustomization object (as patched by the
+	// render that produced it, or synthesized from ferry.yaml).
+	Kustomization *unstructured.Unstructured
+
+	deps []Dependency
+}
+
+// Skipped is a Kustomization ferry found but cannot render, with the reason.
+type Skipped struct {
+	Name    string
+	Cluster string
+	Origin  string
+	Reason  string
+}
+
+// Cluster is a cluster of a fleet repository: the tree its Flux sync
+// Kustomization points at, or a clusters/<name>/ folder.
+type Cluster struct {
+	Name   string
+	Path   string
+	Origin string
+}
+
+// Repo is a repository with its targets. Renders are cached, so a target
+// rendered during discovery or as a substituteFrom source is built once.
+// A Repo is not safe for concurrent use.
+type Repo struct {
+	Root     string
+	File     *File
+	Targets  []*Target
+	Skipped  []Skipped
+	Clusters []Cluster
+
+	opts     render.Options
+	rootObjs map[string][]*unstructured.Unstructured
+	results  map[*Target]*render.Result
+	errs     map[*Target]error
+	busy     map[*Target]bool
+}
+
+// Load reads ferry.yaml and, when it declares no targets, discovers them
+// from the repository's Flux objects (which renders the cluster roots and
+// the targets that may hold nested Kustomizations).
+func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("repository %s: not a directory", root)
+	}
+	f, err := ReadFile(abs)
+	if err != nil {
+		return nil, err
+	}
+	r := &Repo{
+		Root:     abs,
+		File:     f,
+		opts:     opts,
+		rootObjs: map[string][]*unstructured.Unstructured{},
+		results:  map[*Target]*render.Result{},
+		errs:     map[*Target]error{},
+		busy:     map[*Target]bool{},
+	}
+	if f != nil && len(f.Targets) > 0 {
+		if err := r.fromFile(); err != nil {
+			return nil, err
+		}
+	} else if err := r.discover(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.resolveDependencies(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// fromFile turns ferry.yaml's targets into Targets.
+func (r *Repo) fromFile() error {
+	for i, tc := range r.File.Targets {
+		ns := tc.Namespace
+		if ns == "" {
+			ns = DefaultNamespace
+		}
+		spec := map[string]any{}
+		if err := toMap(tc, &spec); err != nil {
+			return fmt.Errorf("%s: target %q: %w", FileName, tc.Name, err)
+		}
+		for _, k := range []string{"name", "cluster", "namespace", "kubeconfig", "kubeconfigEnv", "dependsOn"} {
+			delete(spec, k)
+		}
+		ks := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": KustomizeGroup + "/v1",
+			"kind":       "Kustomization",
+			"metadata":   map[string]any{"name": tc.Name, "namespace": ns},
+			"spec":       spec,
+		}}
+		t := &Target{
+			Name:          tc.Name,
+			Cluster:       tc.Cluster,
+			Namespace:     ns,
+			Origin:        fmt.Sprintf("%s targets[%d]", FileName, i),
+			Root:          r.Root,
+			Kustomization: ks,
+			Kubeconfig:    tc.Kubeconfig,
+			KubeconfigEnv: tc.KubeconfigEnv,
+			deps:          tc.DependsOn,
+		}
+		t.fillFromSpec()
+		if c, ok := r.File.Clusters[tc.Cluster]; ok && tc.Cluster != "" {
+			t.useCluster(c)
+		}
+		r.Targets = append(r.Targets, t)
+	}
+	return nil
+}
+
+func (t *Target) fillFromSpec() {
+	o := t.Kustomization.Object
+	t.Path, _, _ = unstructured.NestedString(o, "spec", "path")
+	t.Path = path.Clean(strings.TrimPrefix(filepath.ToSlash(t.Path), "./"))
+	t.Prune, _, _ = unstructured.NestedBool(o, "spec", "prune")
+	t.TargetNamespace, _, _ = unstructured.NestedString(o, "spec", "targetNamespace")
+}
+
+func (t *Target) useCluster(c ClusterConfig) {
+	if t.Kubeconfig == "" && t.KubeconfigEnv == "" {
+		t.Kubeconfig, t.KubeconfigEnv = c.Kubeconfig, c.KubeconfigEnv
+	}
+	if t.Context == "" {
+		t.Context = c.Context
+	}
+}
+
+// Spec is what render.Build needs to render the target.
+func (r *Repo) spec(t *Target) render.Spec {
+	return render.Spec{
+		Name:          t.Name,
+		Root:          t.Root,
+		Kustomization: t.Kustomization,
+		Lookup: func(ctx context.Context, kind, namespace, name string) (*unstructured.Unstructured, error) {
+			return r.lookup(ctx, t, kind, namespace, name), nil
+		},
+	}
+}
+
+// Render renders a target once and caches the result (or the error).
+func (r *Repo) Render(ctx context.Context, t *Target) (*render.Result, error) {
+	if res, ok := r.results[t]; ok {
+		return res, nil
+	}
+	if err, ok := r.errs[t]; ok {
+		return nil, err
+	}
+	r.busy[t] = true
+	res, err := render.Build(ctx, r.spec(t), r.opts)
+	delete(r.busy, t)
+	if err != nil {
+		r.errs[t] = err
+		return nil, err
+	}
+	res.Name = t.Name
+	r.results[t] = res
+	return res, nil
+}
+
+// lookup finds a ConfigMap or Secret for substituteFrom among what the
+// target's cluster renders: its root first, then its other targets.
+func (r *Repo) lookup(ctx context.Context, from *Target, kind, namespace, name string) *unstructured.Unstructured {
+	match := func(objs []*unstructured.Unstructured) *unstructured.Unstructured {
+		for _, o := range objs {
+			if o.GetKind() == kind && o.GetAPIVersion() == "v1" && o.GetName() == name && o.GetNamespace() == namespace {
+				return o
+			}
+		}
+		return nil
+	}
+	if o := match(r.rootObjs[from.Cluster]); o != nil {
+		return o
+	}
+	for _, t := range r.Targets {
+		if t == from || t.Cluster != from.Cluster || r.busy[t] {
+			continue
+		}
+		res, err := r.Render(ctx, t)
+		if err != nil {
+			continue // reported when that target is rendered itself
+		}
+		if o := match(res.Set.Objects); o != nil {
+			return o
+		}
+	}
+	return nil
+}
+
+// Select returns the named targets in dependency order, or all targets
+// when no name is given. A name may be bare or <cluster>/<name>.
+func (r *Repo) Select(names []string) ([]*Target, error) {
+	if len(names) == 0 {
+		return r.Targets, nil
+	}
+	want := map[*Target]bool{}
+	var errs []error
+	for _, n := range names {
+		t, err := r.Target(n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		want[t] = true
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	var out []*Target
+	for _, t := range r.Targets {
+		if want[t] {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// Target finds one target by name.
+func (r *Repo) Target(name string) (*Target, error) {
+	var found []*Target
+	for _, t := range r.Targets {
+		if t.Name == name || t.Cluster+"/"+bareName(t.Name) == name {
+			found = append(found, t)
+		}
+	}
+	if len(found) == 0 {
+		for _, t := range r.Targets {
+			if bareName(t.Name) == name {
+				found = append(found, t)
+			}
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		for _, s := range r.Skipped {
+			if s.Name == name || s.Cluster+"/"+s.Name == name {
+				return nil, fmt.Errorf("target %q is skipped: %s", name, s.Reason)
+			}
+		}
+		return nil, fmt.Errorf("unknown target %q (known: %s)", name, strings.Join(r.names(), ", "))
+	default:
+		var ns []string
+		for _, t := range found {
+			ns = append(ns, t.Name)
+		}
+		return nil, fmt.Errorf("target name %q is ambiguous: %s", name, strings.Join(ns, ", "))
+	}
+}
+
+func (r *Repo) names() []string {
+	var out []string
+	for _, t := range r.Targets {
+		out = append(out, t.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func bareName(n string) string {
+	if i := strings.LastIndex(n, "/"); i >= 0 {
+		return n[i+1:]
+	}
+	return n
+}

@@ -1,0 +1,129 @@
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// Flux API groups ferry reads.
+const (
+	KustomizeGroup = "kustomize.toolkit.fluxcd.io"
+	SourceGroup    = "source.toolkit.fluxcd.io"
+	ImageGroup     = "image.toolkit.fluxcd.io"
+)
+
+// FluxObject is a Flux object found in a file of the repository.
+type FluxObject struct {
+	Object *unstructured.Unstructured
+	File   string // relative to the repository, slash-separated
+	Line   int    // first line of the document, 1-based
+}
+
+// Where names the file and line the object was found at.
+func (o FluxObject) Where() string { return fmt.Sprintf("%s:%d", o.File, o.Line) }
+
+var docSeparator = regexp.MustCompile(`^---\s*(#.*)?$`)
+
+// scanFluxObjects walks the repository for YAML files and returns the Flux
+// objects in them, in file order. Hidden folders (.git and the like) are
+// not walked. A file that mentions a Flux API group but does not parse is
+// an error naming the file and line.
+func scanFluxObjects(root string) ([]FluxObject, error) {
+	var out []FluxObject
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		ext := filepath.Ext(path)
+		if ext != ".yaml" && ext != ".yml" || !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(data, []byte("toolkit.fluxcd.io")) {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		objs, err := parseFluxDocs(filepath.ToSlash(rel), data)
+		if err != nil {
+			return err
+		}
+		out = append(out, objs...)
+		return nil
+	})
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].File != out[j].File {
+			return out[i].File < out[j].File
+		}
+		return out[i].Line < out[j].Line
+	})
+	return out, err
+}
+
+// parseFluxDocs splits a YAML stream into documents, remembering where
+// each starts, and keeps those of a Flux API group.
+func parseFluxDocs(file string, data []byte) ([]FluxObject, error) {
+	type doc struct {
+		line int
+		buf  bytes.Buffer
+	}
+	var docs []*doc
+	cur := &doc{line: 1}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1024*1024), 16*1024*1024)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if docSeparator.MatchString(line) {
+			docs = append(docs, cur)
+			cur = &doc{line: n + 1}
+			continue
+		}
+		cur.buf.WriteString(line)
+		cur.buf.WriteByte('\n')
+	}
+	docs = append(docs, cur)
+	var out []FluxObject
+	for _, d := range docs {
+		if !bytes.Contains(d.buf.Bytes(), []byte("toolkit.fluxcd.io")) {
+			continue
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal(d.buf.Bytes(), &m); err != nil {
+			return nil, fmt.Errorf("%s:%d: invalid YAML: %w", file, d.line, err)
+		}
+		if m == nil {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if !strings.HasSuffix(u.GroupVersionKind().Group, "toolkit.fluxcd.io") {
+			continue
+		}
+		out = append(out, FluxObject{Object: u, File: file, Line: d.line})
+	}
+	return out, nil
+}
+
+func isKustomization(u *unstructured.Unstructured) bool {
+	gvk := u.GroupVersionKind()
+	return gvk.Group == KustomizeGroup && gvk.Kind == "Kustomization"
+}

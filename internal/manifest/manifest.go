@@ -1,0 +1,146 @@
+package manifest
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// ID identifies an object the way the API server does: group, kind,
+// namespace and name. The version is not part of the identity.
+type ID struct {
+	Group     string `json:"group,omitempty"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// String renders the ID as Kind/namespace/name (Kind/name when cluster
+// scoped), with the group appended to the kind when there is one.
+func (id ID) String() string {
+	kind := id.Kind
+	if id.Group != "" {
+		kind += "." + id.Group
+	}
+	if id.Namespace == "" {
+		return kind + "/" + id.Name
+	}
+	return kind + "/" + id.Namespace + "/" + id.Name
+}
+
+// IDOf returns the identity of an object.
+func IDOf(u *unstructured.Unstructured) ID {
+	gvk := u.GroupVersionKind()
+	return ID{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()}
+}
+
+// Set is an ordered list of objects with unique identities.
+type Set struct {
+	Objects []*unstructured.Unstructured
+}
+
+// IDs returns the identities of the set's objects, in order.
+func (s *Set) IDs() []ID {
+	ids := make([]ID, 0, len(s.Objects))
+	for _, o := range s.Objects {
+		ids = append(ids, IDOf(o))
+	}
+	return ids
+}
+
+// Get returns the object with the given identity, or nil.
+func (s *Set) Get(id ID) *unstructured.Unstructured {
+	for _, o := range s.Objects {
+		if IDOf(o) == id {
+			return o
+		}
+	}
+	return nil
+}
+
+// YAML encodes the set as one YAML stream, documents separated by "---".
+func (s *Set) YAML() ([]byte, error) {
+	var buf bytes.Buffer
+	for i, o := range s.Objects {
+		b, err := YAML(o)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			buf.WriteString("---\n")
+		}
+		buf.Write(b)
+	}
+	return buf.Bytes(), nil
+}
+
+// YAML encodes one object as a YAML document.
+func YAML(u *unstructured.Unstructured) ([]byte, error) {
+	b, err := yaml.Marshal(u.Object)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encoding YAML: %w", IDOf(u), err)
+	}
+	return b, nil
+}
+
+// FileName returns a file name for an object that is unique within one
+// target: group_version_kind_namespace_name.yaml, lowercased.
+func FileName(u *unstructured.Unstructured) string {
+	gvk := u.GroupVersionKind()
+	parts := []string{gvk.Group, gvk.Version, gvk.Kind, u.GetNamespace(), u.GetName()}
+	for i, p := range parts {
+		if p == "" {
+			parts[i] = "_"
+		}
+	}
+	name := strings.ToLower(strings.Join(parts, "_"))
+	name = strings.NewReplacer("/", "-", ":", "-", "\\", "-").Replace(name)
+	return name + ".yaml"
+}
+
+// Sort orders objects for applying: CRDs, then Namespaces, then other
+// cluster-scoped objects, then namespaced objects; ties broken by identity
+// so the order is the same for the same input.
+func Sort(objs []*unstructured.Unstructured) {
+	sort.SliceStable(objs, func(i, j int) bool {
+		wi, wj := Wave(objs[i]), Wave(objs[j])
+		if wi != wj {
+			return wi < wj
+		}
+		return Less(IDOf(objs[i]), IDOf(objs[j]))
+	})
+}
+
+// Wave is the apply wave of an object: 0 CRDs, 1 Namespaces, 2 other
+// cluster-scoped objects, 3 namespaced objects.
+func Wave(u *unstructured.Unstructured) int {
+	gvk := u.GroupVersionKind()
+	switch {
+	case gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition":
+		return 0
+	case gvk.Group == "" && gvk.Kind == "Namespace":
+		return 1
+	case u.GetNamespace() == "":
+		return 2
+	default:
+		return 3
+	}
+}
+
+// Less orders identities by namespace, group, kind and name.
+func Less(a, b ID) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	if a.Group != b.Group {
+		return a.Group < b.Group
+	}
+	if a.Kind != b.Kind {
+		return a.Kind < b.Kind
+	}
+	return a.Name < b.Name
+}

@@ -1,0 +1,365 @@
+package render
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
+	securefs "github.com/fluxcd/pkg/kustomize/filesys"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-ci/ferry/internal/manifest"
+	"github.com/ferry-ci/ferry/internal/secrets"
+)
+
+// Options control how targets are built.
+type Options struct {
+	// Decryptor opens SOPS files; nil means no identity was given, and an
+	// encrypted file fails the build unless NoDecrypt is set.
+	Decryptor *secrets.Decryptor
+	// NoDecrypt leaves SOPS-encrypted Secrets out of the output instead of
+	// decrypting them, and reports them in Result.Omitted.
+	NoDecrypt bool
+	// AllowRemoteBases lets kustomization files reference remote bases.
+	AllowRemoteBases bool
+}
+
+// Lookup finds a ConfigMap or Secret that the repository renders, for
+// postBuild.substituteFrom. It returns nil, nil when there is none.
+type Lookup func(ctx context.Context, kind, namespace, name string) (*unstructured.Unstructured, error)
+
+// Spec is one thing to build: a Flux Kustomization object (from the repo
+// or synthesized from ferry.yaml) whose spec.path is rendered under Root.
+type Spec struct {
+	// Name names the target in errors.
+	Name string
+	// Root is the repository (or checked-out source) the path is in.
+	Root string
+	// Kustomization is a kustomize.toolkit.fluxcd.io Kustomization.
+	Kustomization *unstructured.Unstructured
+	// Lookup resolves postBuild.substituteFrom; nil finds nothing.
+	Lookup Lookup
+}
+
+// Result is the rendered output of one target.
+type Result struct {
+	Name string
+	Set  manifest.Set
+	// Files lists the files the build read, relative to Root.
+	Files []string
+	// Encrypted lists the SOPS-encrypted files among Files.
+	Encrypted []string
+	// Omitted lists the encrypted Secrets left out because of NoDecrypt.
+	Omitted []manifest.ID
+}
+
+// Build renders one target: Flux's generator turns the Kustomization's
+// spec into a kustomization (generated in memory when the path has none),
+// kustomize builds it, then postBuild substitution and commonMetadata are
+// applied as kustomize-controller applies them.
+func Build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
+	res, err := build(ctx, spec, opts)
+	if err != nil {
+		return nil, fmt.Errorf("target %q: %w", spec.Name, relativize(err, spec.Root))
+	}
+	return res, nil
+}
+
+func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
+	root, err := filepath.Abs(spec.Root)
+	if err != nil {
+		return nil, err
+	}
+	if root, err = filepath.EvalSymlinks(root); err != nil {
+		return nil, fmt.Errorf("repository %s: %w", spec.Root, err)
+	}
+	ks := spec.Kustomization
+	path, _, _ := unstructured.NestedString(ks.Object, "spec", "path")
+	dir, err := resolvePath(root, path)
+	if err != nil {
+		return nil, err
+	}
+
+	gen := fluxkustomize.NewGenerator(root, *ks)
+	kdata, kfile, _, err := gen.GenerateManifest(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: generating kustomization: %w", path, err)
+	}
+
+	base, err := securefs.MakeFsOnDiskSecure(root)
+	if err != nil {
+		return nil, err
+	}
+	fs := &repoFS{
+		FileSystem: base,
+		root:       root,
+		overlay:    map[string][]byte{filepath.Clean(kfile): kdata},
+		decryptor:  opts.Decryptor,
+		noDecrypt:  opts.NoDecrypt,
+		remote:     opts.AllowRemoteBases,
+		read:       map[string]struct{}{},
+		encrypted:  map[string]struct{}{},
+	}
+	if fs.decryptor == nil {
+		fs.decryptor = secrets.NewDecryptor(nil)
+	}
+
+	resMap, buildErr := kustomizeBuild(fs, dir)
+	// A failure recorded by the filesystem (decryption, a path escaping the
+	// root, a remote base) is the real cause; kustomize may have turned it
+	// into something vaguer.
+	if err := fs.failures(); err != nil {
+		return nil, err
+	}
+	if buildErr != nil {
+		return nil, buildErr
+	}
+
+	result := &Result{Files: fs.files(), Encrypted: fs.encryptedFiles()}
+	subst, err := substitution(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range resMap.Resources() {
+		id := resourceID(r)
+		if subst != nil {
+			sub, err := fluxkustomize.SubstituteVariables(ctx, nil, *subst, r, fluxkustomize.SubstituteWithDryRun(true))
+			if err != nil {
+				return nil, fmt.Errorf("%s: postBuild substitution: %w", id, err)
+			}
+			if sub != nil { // nil: substitution disabled on this object
+				r = sub
+			}
+		}
+		m, err := r.Map()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if opts.NoDecrypt && isEncryptedSecret(u) {
+			result.Omitted = append(result.Omitted, manifest.IDOf(u))
+			continue
+		}
+		result.Set.Objects = append(result.Set.Objects, u)
+	}
+	if err := applyCommonMetadata(ks, result.Set.Objects); err != nil {
+		return nil, err
+	}
+	return result, nil
+}
+
+// resolvePath turns spec.path into a directory under root, refusing
+// anything that leaves it.
+func resolvePath(root, path string) (string, error) {
+	if filepath.IsAbs(path) {
+		return "", fmt.Errorf("path %q must be relative to the repository", path)
+	}
+	dir := filepath.Join(root, filepath.FromSlash(path))
+	if rel, err := filepath.Rel(root, dir); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("path %q escapes the repository root", path)
+	}
+	evaluated, err := filepath.EvalSymlinks(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("path %q does not exist", path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("path %q: %w", path, err)
+	}
+	if rel, err := filepath.Rel(root, evaluated); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("path %q escapes the repository root through a symlink", path)
+	}
+	if fi, err := os.Stat(evaluated); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("path %q is not a directory", path)
+	}
+	return dir, nil
+}
+
+// relativize rewrites absolute paths under root in an error message into
+// repository-relative ones, so errors read the same on every machine.
+func relativize(err error, root string) error {
+	abs, aerr := filepath.Abs(root)
+	if aerr != nil {
+		return err
+	}
+	msg := err.Error()
+	out := msg
+	for _, r := range []string{abs} {
+		if ev, e := filepath.EvalSymlinks(r); e == nil && ev != r {
+			out = strings.ReplaceAll(out, ev+string(filepath.Separator), "")
+		}
+		out = strings.ReplaceAll(out, r+string(filepath.Separator), "")
+	}
+	if out == msg {
+		return err
+	}
+	return &rewordedError{msg: out, err: err}
+}
+
+type rewordedError struct {
+	msg string
+	err error
+}
+
+func (e *rewordedError) Error() string { return e.msg }
+func (e *rewordedError) Unwrap() error { return e.err }
+
+// isEncryptedSecret reports a Secret that still carries SOPS content: the
+// sops metadata of a manifest, or ENC[...] values from a generator source.
+func isEncryptedSecret(u *unstructured.Unstructured) bool {
+	if u.GetKind() != "Secret" || u.GroupVersionKind().Group != "" {
+		return false
+	}
+	if _, ok := u.Object["sops"]; ok {
+		return true
+	}
+	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+	for _, v := range data {
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err == nil && (strings.Contains(string(b), "ENC[AES256_GCM,") || strings.Contains(string(b), "sops_mac=")) {
+			return true
+		}
+	}
+	str, _, _ := unstructured.NestedStringMap(u.Object, "stringData")
+	for _, v := range str {
+		if strings.Contains(v, "ENC[AES256_GCM,") {
+			return true
+		}
+	}
+	return false
+}
+
+// applyCommonMetadata sets spec.commonMetadata labels and annotations on
+// every object's own metadata, as kustomize-controller does.
+func applyCommonMetadata(ks *unstructured.Unstructured, objs []*unstructured.Unstructured) error {
+	labels, _, err := unstructured.NestedStringMap(ks.Object, "spec", "commonMetadata", "labels")
+	if err != nil {
+		return fmt.Errorf("spec.commonMetadata.labels: %w", err)
+	}
+	annotations, _, err := unstructured.NestedStringMap(ks.Object, "spec", "commonMetadata", "annotations")
+	if err != nil {
+		return fmt.Errorf("spec.commonMetadata.annotations: %w", err)
+	}
+	if len(labels) == 0 && len(annotations) == 0 {
+		return nil
+	}
+	for _, o := range objs {
+		if len(labels) > 0 {
+			l := o.GetLabels()
+			if l == nil {
+				l = map[string]string{}
+			}
+			for k, v := range labels {
+				l[k] = v
+			}
+			o.SetLabels(l)
+		}
+		if len(annotations) > 0 {
+			a := o.GetAnnotations()
+			if a == nil {
+				a = map[string]string{}
+			}
+			for k, v := range annotations {
+				a[k] = v
+			}
+			o.SetAnnotations(a)
+		}
+	}
+	return nil
+}
+
+// substitution prepares Flux's postBuild variable substitution: it loads
+// the substituteFrom variables once, with Flux's own loader answered from
+// what the repository renders (so a missing ConfigMap or Secret fails as it
+// does in a cluster), and returns a Kustomization whose inline substitute
+// holds the merged variables. It returns nil when there is no postBuild.
+func substitution(ctx context.Context, spec Spec) (*unstructured.Unstructured, error) {
+	ks := spec.Kustomization
+	if _, ok, _ := unstructured.NestedMap(ks.Object, "spec", "postBuild"); !ok {
+		return nil, nil
+	}
+	vars, err := fluxkustomize.LoadVariables(ctx, &varClient{ctx: ctx, lookup: spec.Lookup}, *ks)
+	if err != nil {
+		return nil, fmt.Errorf("postBuild.substituteFrom: %w", err)
+	}
+	inline, _, err := unstructured.NestedStringMap(ks.Object, "spec", "postBuild", "substitute")
+	if err != nil {
+		return nil, fmt.Errorf("postBuild.substitute: %w", err)
+	}
+	merged := map[string]any{}
+	for k, v := range vars {
+		merged[k] = v
+	}
+	for k, v := range inline {
+		merged[k] = v
+	}
+	out := ks.DeepCopy()
+	unstructured.RemoveNestedField(out.Object, "spec", "postBuild", "substituteFrom")
+	if err := unstructured.SetNestedMap(out.Object, merged, "spec", "postBuild", "substitute"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func resourceID(r interface {
+	GetKind() string
+	GetNamespace() string
+	GetName() string
+}) string {
+	if ns := r.GetNamespace(); ns != "" {
+		return r.GetKind() + "/" + ns + "/" + r.GetName()
+	}
+	return r.GetKind() + "/" + r.GetName()
+}
+
+// varClient is the smallest client Flux's variable loader needs: Get of a
+// ConfigMap or Secret, answered from what the repository renders.
+type varClient struct {
+	client.Client
+	ctx    context.Context
+	lookup Lookup
+}
+
+func (c *varClient) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	var kind string
+	switch obj.(type) {
+	case *corev1.ConfigMap:
+		kind = "ConfigMap"
+	case *corev1.Secret:
+		kind = "Secret"
+	default:
+		return fmt.Errorf("unsupported lookup of %T", obj)
+	}
+	notFound := apierrors.NewNotFound(schema.GroupResource{Resource: strings.ToLower(kind) + "s"}, key.Name)
+	if c.lookup == nil {
+		return notFound
+	}
+	u, err := c.lookup(c.ctx, kind, key.Namespace, key.Name)
+	if err != nil {
+		return err
+	}
+	if u == nil {
+		return notFound
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return fmt.Errorf("%s/%s/%s: %w", kind, key.Namespace, key.Name, err)
+	}
+	if s, ok := obj.(*corev1.Secret); ok {
+		for k, v := range s.StringData {
+			if s.Data == nil {
+				s.Data = map[string][]byte{}
+			}
+			s.Data[k] = []byte(v)
+		}
+	}
+	return nil
+}
