@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -103,7 +104,7 @@ func ReadFile(root string) (*File, error) {
 func ParseFile(data []byte) (*File, error) {
 	var f File
 	if err := yaml.UnmarshalStrict(data, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", FileName, err)
+		return nil, fmt.Errorf("%s: %s", FileName, cleanYAMLError(err))
 	}
 	seen := map[string]bool{}
 	for i, t := range f.Targets {
@@ -118,4 +119,14 @@ func ParseFile(data []byte) (*File, error) {
 		seen[t.Name] = true
 	}
 	return &f, nil
+}
+
+// cleanYAMLError drops the conversion layers sigs.k8s.io/yaml puts in
+// front of a message ("error unmarshaling JSON: while decoding JSON: json:").
+func cleanYAMLError(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "json: ", "error converting YAML to JSON: ", "yaml: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return msg
 }

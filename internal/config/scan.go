@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,6 +32,8 @@ type FluxObject struct {
 
 // Where names the file and line the object was found at.
 func (o FluxObject) Where() string { return fmt.Sprintf("%s:%d", o.File, o.Line) }
+
+var yamlLine = regexp.MustCompile(`^line (\d+): `)
 
 var docSeparator = regexp.MustCompile(`^---\s*(#.*)?$`)
 
@@ -109,7 +112,14 @@ func parseFluxDocs(file string, data []byte) ([]FluxObject, error) {
 		}
 		var m map[string]any
 		if err := yaml.Unmarshal(d.buf.Bytes(), &m); err != nil {
-			return nil, fmt.Errorf("%s:%d: invalid YAML: %w", file, d.line, err)
+			msg := cleanYAMLError(err)
+			line := d.line
+			if sub := yamlLine.FindStringSubmatch(msg); sub != nil {
+				n, _ := strconv.Atoi(sub[1])
+				line += n - 1
+				msg = strings.TrimPrefix(msg, sub[0])
+			}
+			return nil, fmt.Errorf("%s:%d: invalid YAML: %s", file, line, msg)
 		}
 		if m == nil {
 			continue

@@ -88,18 +88,21 @@ func YAML(u *unstructured.Unstructured) ([]byte, error) {
 }
 
 // FileName returns a file name for an object that is unique within one
-// target: group_version_kind_namespace_name.yaml, lowercased.
+// target: kind[.group]_[namespace_]name.yaml, lowercased. Kubernetes names
+// cannot hold "_", so the parts cannot run into each other.
 func FileName(u *unstructured.Unstructured) string {
-	gvk := u.GroupVersionKind()
-	parts := []string{gvk.Group, gvk.Version, gvk.Kind, u.GetNamespace(), u.GetName()}
-	for i, p := range parts {
-		if p == "" {
-			parts[i] = "_"
-		}
+	id := IDOf(u)
+	kind := id.Kind
+	if id.Group != "" {
+		kind += "." + id.Group
 	}
+	parts := []string{kind}
+	if id.Namespace != "" {
+		parts = append(parts, id.Namespace)
+	}
+	parts = append(parts, id.Name)
 	name := strings.ToLower(strings.Join(parts, "_"))
-	name = strings.NewReplacer("/", "-", ":", "-", "\\", "-").Replace(name)
-	return name + ".yaml"
+	return strings.NewReplacer("/", "-", "\\", "-", "..", "-").Replace(name) + ".yaml"
 }
 
 // Sort orders objects for applying: CRDs, then Namespaces, then other

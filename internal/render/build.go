@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
@@ -122,7 +123,12 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 		return nil, err
 	}
 	if buildErr != nil {
-		return nil, buildErr
+		if strings.Contains(buildErr.Error(), "MalformedYAMLError") {
+			if err := fs.findMalformed(); err != nil {
+				return nil, err
+			}
+		}
+		return nil, describeBuildError(buildErr)
 	}
 
 	result := &Result{Files: fs.files(), Encrypted: fs.encryptedFiles()}
@@ -156,6 +162,32 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 		return nil, err
 	}
 	return result, nil
+}
+
+var registeredID = regexp.MustCompile(`may not add resource with an already registered id: ([^.\s]+)\.([^/\s]+)/([^\s]+?)\.(\[noNs\]|[^.\s']+)`)
+
+var missingFile = regexp.MustCompile(`open ([^:']+): no such file or directory`)
+
+// describeBuildError puts what kustomize's error is about first: the
+// missing file, or the duplicated object as Kind/namespace/name. It keeps
+// kustomize's text after it.
+func describeBuildError(err error) error {
+	if m := missingFile.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("%s: file does not exist: %w", m[1], err)
+	}
+	m := registeredID.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	kind, gv, name, ns := m[1], m[2], m[3], m[4]
+	if i := strings.Index(gv, "."); i >= 0 {
+		kind += "." + gv[i+1:]
+	}
+	id := kind + "/" + name
+	if ns != "[noNs]" {
+		id = kind + "/" + ns + "/" + name
+	}
+	return fmt.Errorf("%s: the object is defined twice: %w", id, err)
 }
 
 // resolvePath turns spec.path into a directory under root, refusing

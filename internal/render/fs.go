@@ -1,13 +1,16 @@
 package render
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/konfig"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -53,7 +56,7 @@ func (f *repoFS) rel(path string) string {
 	if err != nil {
 		return path
 	}
-	if r, err := filepath.Rel(f.root, abs); err == nil && !strings.HasPrefix(r, "..") {
+	if r, err := filepath.Rel(f.root, abs); err == nil {
 		return filepath.ToSlash(r)
 	}
 	return path
@@ -134,6 +137,37 @@ func (f *repoFS) checkRemote(path string, data []byte) error {
 	for _, r := range refs {
 		if isRemote(r) {
 			return f.fail(&RemoteError{File: f.rel(path), Ref: r})
+		}
+	}
+	return nil
+}
+
+// findMalformed names the first file read by a failed build that is not
+// valid YAML, with the line, relative to the repository. kustomize's own
+// message names the file relative to the kustomization that listed it.
+// Only called after a build failed, so a good build parses nothing twice.
+func (f *repoFS) findMalformed() error {
+	for _, rel := range f.files() {
+		if ext := filepath.Ext(rel); ext != ".yaml" && ext != ".yml" {
+			continue
+		}
+		if _, enc := f.encrypted[rel]; enc {
+			continue // sops parsed it already
+		}
+		data, err := f.FileSystem.ReadFile(filepath.Join(f.root, filepath.FromSlash(rel)))
+		if err != nil {
+			continue
+		}
+		dec := yamlv3.NewDecoder(bytes.NewReader(data))
+		for {
+			var n yamlv3.Node
+			err := dec.Decode(&n)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("%s: invalid YAML: %w", rel, err)
+			}
 		}
 	}
 	return nil

@@ -41,6 +41,9 @@ func kustomizeBuild(fs *repoFS, dir string) (rm resmap.ResMap, err error) {
 		}
 	}()
 	k := krusty.MakeKustomizer(&krusty.Options{
+		// The kustomize CLI's order: sortOptions when the kustomization
+		// sets them, otherwise the legacy order (Namespaces and CRDs first).
+		Reorder:          krusty.ReorderOptionUnspecified,
 		LoadRestrictions: kustypes.LoadRestrictionsNone,
 		PluginConfig:     kustypes.DisabledPluginConfig(),
 	})
