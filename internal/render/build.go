@@ -147,11 +147,16 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 				r = sub
 			}
 		}
-		m, err := r.Map()
+		// Through JSON, so numbers are int64/float64 as everywhere else in
+		// client-go (kustomize's maps hold int, which DeepCopy rejects).
+		b, err := r.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", id, err)
 		}
-		u := &unstructured.Unstructured{Object: m}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(b); err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
 		if opts.NoDecrypt && isEncryptedSecret(u) {
 			result.Omitted = append(result.Omitted, manifest.IDOf(u))
 			continue

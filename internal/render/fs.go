@@ -79,6 +79,13 @@ func (f *repoFS) Exists(path string) bool {
 func (f *repoFS) ReadFile(path string) ([]byte, error) {
 	clean := filepath.Clean(path)
 	if data, ok := f.overlay[clean]; ok {
+		// A kustomization Flux's generator rewrote: the file on disk (if
+		// any) is still an input of the target.
+		if f.FileSystem.Exists(clean) {
+			f.mu.Lock()
+			f.read[f.rel(clean)] = struct{}{}
+			f.mu.Unlock()
+		}
 		return data, f.checkRemote(clean, data)
 	}
 	data, err := f.FileSystem.ReadFile(path)
