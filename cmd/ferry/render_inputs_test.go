@@ -456,7 +456,7 @@ func badInputs() []badInput {
 				r.write("ferry.yaml", "targets:\n  - name: app\n    pth: app\n")
 				return nil
 			},
-			want: []string{`ferry.yaml: unknown field "pth"`},
+			want: []string{`ferry.yaml: line 3: unknown field "pth"`},
 		},
 		{
 			name: "invalid Flux object",

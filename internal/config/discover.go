@@ -71,11 +71,19 @@ func (r *Repo) discover(ctx context.Context) error {
 		r.Targets = append(r.Targets, t)
 		return t
 	}
+	// origin finds the file a rendered Kustomization came from: one of its
+	// own cluster's folder first, then one outside every cluster folder
+	// (an apps tree shared by clusters). The file is then reached, and the
+	// fallback scan leaves it alone.
+	reached := map[string]bool{} // file:line
 	origin := func(cluster string, ks *unstructured.Unstructured, via string) string {
-		for _, o := range objs {
-			if isKustomization(o.Object) && o.Object.GetName() == ks.GetName() && o.Object.GetNamespace() == ks.GetNamespace() &&
-				clusterOfFile(o.File, roots) == cluster {
-				return o.Where()
+		for _, want := range []string{cluster, ""} {
+			for _, o := range objs {
+				if isKustomization(o.Object) && o.Object.GetName() == ks.GetName() && o.Object.GetNamespace() == ks.GetNamespace() &&
+					clusterOfFile(o.File, roots) == want {
+					reached[o.Where()] = true
+					return o.Where()
+				}
 			}
 		}
 		return "rendered from " + via
@@ -119,35 +127,36 @@ func (r *Repo) discover(ctx context.Context) error {
 	}
 
 	// Fallback: Kustomization files no root reached.
-	reached := map[string]bool{}
-	for key := range byKey {
-		parts := strings.SplitN(key, "/", 2)
-		reached[parts[1]] = true
-	}
 	for _, o := range objs {
-		if !isKustomization(o.Object) || isSyncOf(o, roots) {
+		if !isKustomization(o.Object) || isSyncOf(o, roots) || reached[o.Where()] {
 			continue
 		}
-		cluster := clusterOfFile(o.File, roots)
-		ns := o.Object.GetNamespace()
-		if ns == "" {
-			ns = DefaultNamespace
-		}
-		if _, ok := byKey[cluster+"/"+ns+"/"+o.Object.GetName()]; ok {
-			continue
-		}
-		if cluster == "" && reached[ns+"/"+o.Object.GetName()] {
-			continue
-		}
-		add(cluster, o.Object.DeepCopy(), o.Where())
+		add(clusterOfFile(o.File, roots), o.Object.DeepCopy(), o.Where())
 	}
 	r.nameTargets()
+	r.forgetDiscoveryRenders()
 	return nil
+}
+
+// forgetDiscoveryRenders drops what discovery's renders cannot be trusted
+// for: errors and results that looked up substituteFrom sources (more
+// targets, which may hold them, were found afterwards). Results kept get
+// the targets' final names.
+func (r *Repo) forgetDiscoveryRenders() {
+	r.errs = map[*Target]error{}
+	for t, res := range r.results {
+		if _, ok, _ := unstructured.NestedSlice(t.Kustomization.Object, "spec", "postBuild", "substituteFrom"); ok {
+			delete(r.results, t)
+			continue
+		}
+		res.Name = t.Name
+	}
 }
 
 // findClusterRoots returns the clusters of a repository: the trees that
 // Flux sync Kustomizations point at (a Kustomization whose path contains
-// its own file), and otherwise each clusters/<name>/ folder.
+// its own file: flux-system, or one in gotk-sync.yaml or pointing into
+// clusters/), and otherwise each clusters/<name>/ folder.
 func findClusterRoots(root string, objs []FluxObject) []clusterRoot {
 	var roots []clusterRoot
 	covered := map[string]bool{}
@@ -159,6 +168,12 @@ func findClusterRoots(root string, objs []FluxObject) []clusterRoot {
 		p, _, _ := unstructured.NestedString(o.Object.Object, "spec", "path")
 		p = path.Clean(strings.TrimPrefix(filepath.ToSlash(p), "./"))
 		if p == "." || p == "" || !strings.HasPrefix(o.File, p+"/") || covered[p] {
+			continue
+		}
+		// Only a sync Kustomization (Flux's bootstrap names it flux-system,
+		// in gotk-sync.yaml, pointing at clusters/<name>) starts a cluster;
+		// any other that happens to sit in its own path is a target.
+		if o.Object.GetName() != "flux-system" && path.Base(o.File) != "gotk-sync.yaml" && !strings.HasPrefix(p, "clusters/") {
 			continue
 		}
 		covered[p] = true

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	yamlv3 "go.yaml.in/yaml/v3"
 )
 
 // FileName is the name of ferry's optional configuration file, at the
@@ -19,53 +21,53 @@ const FileName = "ferry.yaml"
 // File is the content of ferry.yaml.
 type File struct {
 	// Targets, when present, replace discovery from Flux objects.
-	Targets []TargetConfig `json:"targets,omitempty"`
+	Targets []TargetConfig `json:"targets,omitempty" yaml:"targets,omitempty"`
 	// Sources maps a Flux source name (a GitRepository other than this
 	// repository) to a path where that repository is checked out.
-	Sources map[string]string `json:"sources,omitempty"`
+	Sources map[string]string `json:"sources,omitempty" yaml:"sources,omitempty"`
 	// Clusters maps a cluster name to how ferry reaches it.
-	Clusters map[string]ClusterConfig `json:"clusters,omitempty"`
+	Clusters map[string]ClusterConfig `json:"clusters,omitempty" yaml:"clusters,omitempty"`
 }
 
 // ClusterConfig says how to reach one cluster.
 type ClusterConfig struct {
 	// Kubeconfig is a path to a kubeconfig file.
-	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Kubeconfig string `json:"kubeconfig,omitempty" yaml:"kubeconfig,omitempty"`
 	// KubeconfigEnv names an environment variable holding kubeconfig content.
-	KubeconfigEnv string `json:"kubeconfigEnv,omitempty"`
+	KubeconfigEnv string `json:"kubeconfigEnv,omitempty" yaml:"kubeconfigEnv,omitempty"`
 	// Context is the kubeconfig context to use.
-	Context string `json:"context,omitempty"`
+	Context string `json:"context,omitempty" yaml:"context,omitempty"`
 }
 
 // TargetConfig declares one target, with the field names of a Flux
 // Kustomization's spec plus what a push runner needs.
 type TargetConfig struct {
-	Name      string `json:"name"`
-	Cluster   string `json:"cluster,omitempty"`
-	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name" yaml:"name"`
+	Cluster   string `json:"cluster,omitempty" yaml:"cluster,omitempty"`
+	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
 	// Kubeconfig and KubeconfigEnv override the cluster's.
-	Kubeconfig    string `json:"kubeconfig,omitempty"`
-	KubeconfigEnv string `json:"kubeconfigEnv,omitempty"`
+	Kubeconfig    string `json:"kubeconfig,omitempty" yaml:"kubeconfig,omitempty"`
+	KubeconfigEnv string `json:"kubeconfigEnv,omitempty" yaml:"kubeconfigEnv,omitempty"`
 
-	Path            string       `json:"path"`
-	Prune           bool         `json:"prune,omitempty"`
-	TargetNamespace string       `json:"targetNamespace,omitempty"`
-	DependsOn       []Dependency `json:"dependsOn,omitempty"`
-	Decryption      any          `json:"decryption,omitempty"`
-	Patches         any          `json:"patches,omitempty"`
-	Images          any          `json:"images,omitempty"`
-	Components      []string     `json:"components,omitempty"`
-	NamePrefix      string       `json:"namePrefix,omitempty"`
-	NameSuffix      string       `json:"nameSuffix,omitempty"`
-	CommonMetadata  any          `json:"commonMetadata,omitempty"`
-	PostBuild       any          `json:"postBuild,omitempty"`
+	Path            string       `json:"path" yaml:"path"`
+	Prune           bool         `json:"prune,omitempty" yaml:"prune,omitempty"`
+	TargetNamespace string       `json:"targetNamespace,omitempty" yaml:"targetNamespace,omitempty"`
+	DependsOn       []Dependency `json:"dependsOn,omitempty" yaml:"dependsOn,omitempty"`
+	Decryption      any          `json:"decryption,omitempty" yaml:"decryption,omitempty"`
+	Patches         any          `json:"patches,omitempty" yaml:"patches,omitempty"`
+	Images          any          `json:"images,omitempty" yaml:"images,omitempty"`
+	Components      []string     `json:"components,omitempty" yaml:"components,omitempty"`
+	NamePrefix      string       `json:"namePrefix,omitempty" yaml:"namePrefix,omitempty"`
+	NameSuffix      string       `json:"nameSuffix,omitempty" yaml:"nameSuffix,omitempty"`
+	CommonMetadata  any          `json:"commonMetadata,omitempty" yaml:"commonMetadata,omitempty"`
+	PostBuild       any          `json:"postBuild,omitempty" yaml:"postBuild,omitempty"`
 }
 
 // Dependency names a target this one depends on. In ferry.yaml it is a
 // plain name or, as in Flux, {name, namespace}.
 type Dependency struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name" yaml:"name"`
+	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
 }
 
 // UnmarshalJSON accepts both "name" and {name: ..., namespace: ...}.
@@ -86,6 +88,32 @@ func (d *Dependency) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// UnmarshalYAML accepts both "name" and {name: ..., namespace: ...}.
+func (d *Dependency) UnmarshalYAML(n *yamlv3.Node) error {
+	switch {
+	case n.Kind == yamlv3.ScalarNode && n.Tag == "!!str":
+		d.Name = n.Value
+		return nil
+	case n.Kind == yamlv3.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Kind != yamlv3.ScalarNode {
+				return fmt.Errorf("line %d: dependsOn entry: %q must be a string", v.Line, k.Value)
+			}
+			switch k.Value {
+			case "name":
+				d.Name = v.Value
+			case "namespace":
+				d.Namespace = v.Value
+			default:
+				return fmt.Errorf("line %d: dependsOn entry: unknown field %q (want name, namespace)", k.Line, k.Value)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("line %d: dependsOn entry: want a target name or {name: ..., namespace: ...}", n.Line)
+}
+
 // ReadFile reads ferry.yaml from the repository root. It returns nil, nil
 // when there is none.
 func ReadFile(root string) (*File, error) {
@@ -102,9 +130,14 @@ func ReadFile(root string) (*File, error) {
 // ParseFile parses ferry.yaml content. Unknown fields are errors, so a
 // typo does not silently change what is deployed.
 func ParseFile(data []byte) (*File, error) {
+	// YAML 1.2 decoding straight into the typed fields: keys match exactly
+	// (no case folding), unknown keys are errors with their line, and a
+	// scalar such as no, on or 010 stays the string it reads as.
 	var f File
-	if err := yaml.UnmarshalStrict(data, &f); err != nil {
-		return nil, fmt.Errorf("%s: %s", FileName, cleanYAMLError(err))
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %s", FileName, yamlMessage(err))
 	}
 	seen := map[string]bool{}
 	for i, t := range f.Targets {
@@ -119,6 +152,22 @@ func ParseFile(data []byte) (*File, error) {
 		seen[t.Name] = true
 	}
 	return &f, nil
+}
+
+var notFound = regexp.MustCompile(`field (\S+) not found in type \S+`)
+
+// yamlMessage words a YAML decoding error for ferry.yaml's readers: each
+// problem with its line, unknown keys as `unknown field "x"`.
+func yamlMessage(err error) string {
+	var te *yamlv3.TypeError
+	if errors.As(err, &te) {
+		msgs := make([]string, 0, len(te.Errors))
+		for _, m := range te.Errors {
+			msgs = append(msgs, notFound.ReplaceAllString(m, `unknown field "$1"`))
+		}
+		return strings.Join(msgs, "; ")
+	}
+	return strings.TrimPrefix(err.Error(), "yaml: ")
 }
 
 // cleanYAMLError drops the conversion layers sigs.k8s.io/yaml puts in

@@ -21,48 +21,70 @@ func (r *Repo) resolveDependencies() error {
 		}
 		sort.Strings(t.DependsOn)
 	}
+	// Kahn's algorithm, always taking the smallest ready name, so a
+	// target comes after its dependencies and otherwise in name order.
 	byName := map[string]*Target{}
+	pending := map[string]int{}
+	dependents := map[string][]string{}
 	for _, t := range r.Targets {
 		byName[t.Name] = t
+		pending[t.Name] = len(t.DependsOn)
+		for _, d := range t.DependsOn {
+			dependents[d] = append(dependents[d], t.Name)
+		}
+	}
+	var ready []string
+	for n, c := range pending {
+		if c == 0 {
+			ready = append(ready, n)
+		}
 	}
 	sorted := make([]*Target, 0, len(r.Targets))
-	state := map[*Target]int{} // 1 visiting, 2 done
-	var stack []string
-	var visit func(t *Target) error
-	visit = func(t *Target) error {
-		switch state[t] {
-		case 2:
-			return nil
-		case 1:
-			i := 0
-			for i < len(stack) && stack[i] != t.Name {
-				i++
-			}
-			cycle := append(append([]string{}, stack[i:]...), t.Name)
-			return fmt.Errorf("dependsOn cycle: %s (%s)", strings.Join(cycle, " -> "), t.Origin)
-		}
-		state[t] = 1
-		stack = append(stack, t.Name)
-		for _, d := range t.DependsOn {
-			if err := visit(byName[d]); err != nil {
-				return err
+	for len(ready) > 0 {
+		sort.Strings(ready)
+		n := ready[0]
+		ready = ready[1:]
+		sorted = append(sorted, byName[n])
+		for _, dep := range dependents[n] {
+			if pending[dep]--; pending[dep] == 0 {
+				ready = append(ready, dep)
 			}
 		}
-		stack = stack[:len(stack)-1]
-		state[t] = 2
-		sorted = append(sorted, t)
-		return nil
 	}
-	names := make([]*Target, len(r.Targets))
-	copy(names, r.Targets)
-	sort.SliceStable(names, func(i, j int) bool { return names[i].Name < names[j].Name })
-	for _, t := range names {
-		if err := visit(t); err != nil {
-			return err
-		}
+	if len(sorted) < len(r.Targets) {
+		return cycleError(r.Targets, byName, pending)
 	}
 	r.Targets = sorted
 	return nil
+}
+
+// cycleError names one dependsOn cycle among the targets left unsorted.
+func cycleError(targets []*Target, byName map[string]*Target, pending map[string]int) error {
+	var start *Target
+	for _, t := range targets {
+		if pending[t.Name] > 0 && (start == nil || t.Name < start.Name) {
+			start = t
+		}
+	}
+	// Walk unsorted dependencies until a target repeats.
+	seen := map[string]int{}
+	var path []string
+	for t := start; ; {
+		if i, ok := seen[t.Name]; ok {
+			cycle := append(append([]string{}, path[i:]...), t.Name)
+			return fmt.Errorf("dependsOn cycle: %s (%s)", strings.Join(cycle, " -> "), byName[cycle[0]].Origin)
+		}
+		seen[t.Name] = len(path)
+		path = append(path, t.Name)
+		var next *Target
+		for _, d := range t.DependsOn {
+			if pending[d] > 0 {
+				next = byName[d]
+				break
+			}
+		}
+		t = next
+	}
 }
 
 // findDependency resolves a dependsOn entry: a target of the same cluster

@@ -110,8 +110,8 @@ func parseFluxDocs(file string, data []byte) ([]FluxObject, error) {
 		if !bytes.Contains(d.buf.Bytes(), []byte("toolkit.fluxcd.io")) {
 			continue
 		}
-		var m map[string]any
-		if err := yaml.Unmarshal(d.buf.Bytes(), &m); err != nil {
+		var doc any
+		if err := yaml.Unmarshal(d.buf.Bytes(), &doc); err != nil {
 			msg := cleanYAMLError(err)
 			line := d.line
 			if sub := yamlLine.FindStringSubmatch(msg); sub != nil {
@@ -121,11 +121,12 @@ func parseFluxDocs(file string, data []byte) ([]FluxObject, error) {
 			}
 			return nil, fmt.Errorf("%s:%d: invalid YAML: %s", file, line, msg)
 		}
-		if m == nil {
-			continue
+		m, ok := doc.(map[string]any)
+		if !ok {
+			continue // a list or scalar that merely mentions Flux
 		}
 		u := &unstructured.Unstructured{Object: m}
-		if !strings.HasSuffix(u.GroupVersionKind().Group, "toolkit.fluxcd.io") {
+		if !strings.HasSuffix(u.GroupVersionKind().Group, ".toolkit.fluxcd.io") {
 			continue
 		}
 		out = append(out, FluxObject{Object: u, File: file, Line: d.line})

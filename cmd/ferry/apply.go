@@ -1,0 +1,296 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/gitrepo"
+	"github.com/ferry-ci/ferry/internal/kube"
+	"github.com/ferry-ci/ferry/internal/render"
+)
+
+type applyOptions struct {
+	repo             string
+	kubeconfig       string
+	kubeconfigEnv    string
+	context          string
+	revision         string
+	format           string
+	allowRemoteBases bool
+	apply            kube.ApplyOptions
+}
+
+func newApplyCmd(e *env) *cobra.Command {
+	o := &applyOptions{apply: kube.DefaultApplyOptions()}
+	cmd := &cobra.Command{
+		Use:   "apply [TARGET...]",
+		Short: "Render, decrypt and server-side apply targets, with an ApplySet inventory and pruning",
+		Long: `Apply renders and decrypts every selected target (all when none is named)
+before it sends anything to a cluster; a render or decrypt error applies and
+prunes nothing. Each target is then carried to its cluster:
+
+  1. a Lease per target, so two runs never interleave;
+  2. the ApplySet inventory (a Secret in --inventory-namespace) is read and the
+     revision recorded on it is compared: applying an older revision is refused
+     unless --allow-rollback;
+  3. every object is mapped and server-side dry-run (objects whose Namespace or
+     CRD comes with this run are checked against the render, and dry-run in
+     their wave); the prune set is computed and the mass-prune guard applied;
+  4. the inventory is widened, then objects are applied with field manager
+     "ferry" in waves: CRDs (until Established), Namespaces, other
+     cluster-scoped objects, namespaced objects; objects that have not changed
+     since the last apply cost no request;
+  5. with --wait, kstatus health of every object; with --prune (or the target's
+     prune: true), members no longer rendered are deleted in reverse order,
+     except those annotated ferry.dev/prune: disabled or
+     kustomize.toolkit.fluxcd.io/prune: disabled;
+  6. the inventory is narrowed to what remains and records the revision.
+
+The cluster comes from the target's ferry.yaml entry (kubeconfig,
+kubeconfigEnv, context), else --kubeconfig / $KUBECONFIG, or kubeconfig
+content in the environment variable named by --kubeconfig-env.
+
+Exit status: 0 applied, 2 any error (nothing is written when preflight fails).`,
+		Example: `  # apply every target of the repository in dependency order
+  ferry apply --kubeconfig ~/.kube/config --prune
+
+  # what would change, without writing
+  ferry apply stage --dry-run
+
+  # kubeconfig content from a CI secret
+  KUBECONFIG_DATA="$(cat kubeconfig)" ferry apply --kubeconfig-env KUBECONFIG_DATA`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runApply(cmd, e, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.repo, "repo", ".", "repository root")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG)")
+	f.StringVar(&o.kubeconfigEnv, "kubeconfig-env", "", "name of an environment variable holding kubeconfig content")
+	f.StringVar(&o.context, "context", "", "kubeconfig context")
+	f.StringVar(&o.revision, "revision", "", "Git revision being applied (default $GITHUB_SHA, else the repository's HEAD)")
+	f.StringVar(&o.format, "format", "text", "output: text, json or markdown")
+	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
+	a := &o.apply
+	f.BoolVar(&a.Prune, "prune", false, "delete inventory members no longer rendered (also on for targets with prune: true)")
+	f.BoolVar(&a.Wait, "wait", false, "wait until every object is healthy (kstatus)")
+	f.DurationVar(&a.Timeout, "timeout", a.Timeout, "how long --wait and CRD establishment may take")
+	f.BoolVar(&a.DryRun, "dry-run", false, "do everything but write: the server dry-runs each apply")
+	f.BoolVar(&a.ForceConflicts, "force-conflicts", false, "take fields other field managers own")
+	f.BoolVar(&a.AllowMassPrune, "allow-mass-prune", false, "allow a prune that deletes more than --mass-prune-ratio of the inventory")
+	f.Float64Var(&a.MassPruneRatio, "mass-prune-ratio", a.MassPruneRatio, "share of a target's inventory a prune may delete without --allow-mass-prune")
+	f.BoolVar(&a.AllowRollback, "allow-rollback", false, "apply a revision older than the one recorded on the inventory")
+	f.StringVar(&a.InventoryNamespace, "inventory-namespace", a.InventoryNamespace, "namespace of the inventory Secrets and Leases")
+	f.DurationVar(&a.Lock.Wait, "lock-timeout", a.Lock.Wait, "how long to wait for another run of the same target")
+	f.IntVar(&a.Concurrency, "concurrency", a.Concurrency, "requests in flight within a wave")
+	return cmd
+}
+
+func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error {
+	ctx := cmd.Context()
+	switch o.format {
+	case "text", "json", "markdown":
+	default:
+		return fmt.Errorf("--format %q: want text, json or markdown", o.format)
+	}
+	d, err := e.decryptor()
+	if err != nil {
+		return err
+	}
+	repo, err := config.Load(ctx, o.repo, render.Options{Decryptor: d, AllowRemoteBases: o.allowRemoteBases})
+	if err != nil {
+		return err
+	}
+	targets, err := repo.Select(args)
+	if err != nil {
+		return err
+	}
+	// Invariant 1: everything renders before anything is sent.
+	results := map[*config.Target]*render.Result{}
+	var errs []error
+	for _, t := range targets {
+		res, err := repo.Render(ctx, t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		results[t] = res
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("nothing was applied: %w", errors.Join(errs...))
+	}
+
+	revision, isAncestor := o.revision, (func(a, b string) (bool, error))(nil)
+	if revision == "" {
+		revision = e.getenv("GITHUB_SHA")
+	}
+	if g, err := gitrepo.Open(repo.Root); err == nil {
+		isAncestor = g.IsAncestor
+		if revision == "" {
+			revision, _ = g.Head()
+		}
+	}
+
+	var sets []*kube.ChangeSet
+	var applyErr error
+	for _, t := range targets {
+		client, err := o.client(e, t)
+		if err != nil {
+			applyErr = fmt.Errorf("target %q: %w", t.Name, err)
+			break
+		}
+		opts := o.apply
+		opts.Target = t.Name
+		opts.Revision = revision
+		opts.IsAncestor = isAncestor
+		opts.Prune = opts.Prune || t.Prune
+		cs, err := client.Apply(ctx, results[t].Set.Objects, opts)
+		if cs != nil {
+			sets = append(sets, cs)
+		}
+		if err != nil {
+			applyErr = fmt.Errorf("target %q: %w", t.Name, err)
+			break
+		}
+	}
+	if err := printChangeSets(e.stdout, sets, o.format); err != nil {
+		return err
+	}
+	return applyErr
+}
+
+// client builds the cluster client of a target: its ferry.yaml settings
+// first, then the flags, then $KUBECONFIG.
+func (o *applyOptions) client(e *env, t *config.Target) (*kube.Client, error) {
+	opts := kube.ClientOptions{Context: o.context}
+	if t.Context != "" {
+		opts.Context = t.Context
+	}
+	envName := o.kubeconfigEnv
+	if t.KubeconfigEnv != "" {
+		envName = t.KubeconfigEnv
+	}
+	switch {
+	case t.Kubeconfig != "":
+		opts.Kubeconfig = t.Kubeconfig
+		if !filepath.IsAbs(opts.Kubeconfig) {
+			opts.Kubeconfig = filepath.Join(t.Root, opts.Kubeconfig)
+		}
+	case envName != "":
+		data := e.getenv(envName)
+		if data == "" {
+			return nil, fmt.Errorf("environment variable %s (kubeconfig content) is empty", envName)
+		}
+		opts.KubeconfigData = []byte(data)
+	case o.kubeconfig != "":
+		opts.Kubeconfig = o.kubeconfig
+	case e.getenv("KUBECONFIG") != "":
+		opts.Kubeconfig = strings.Split(e.getenv("KUBECONFIG"), string(os.PathListSeparator))[0]
+	default:
+		if home := e.getenv("HOME"); home != "" {
+			opts.Kubeconfig = filepath.Join(home, ".kube", "config")
+		}
+	}
+	return kube.NewClient(opts)
+}
+
+func printChangeSets(w io.Writer, sets []*kube.ChangeSet, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if sets == nil {
+			sets = []*kube.ChangeSet{}
+		}
+		return enc.Encode(sets)
+	case "markdown":
+		_, err := io.WriteString(w, markdownChangeSets(sets))
+		return err
+	}
+	for _, cs := range sets {
+		verb := "applied"
+		if cs.DryRun {
+			verb = "dry run"
+		}
+		fmt.Fprintf(w, "target %s (%s %s): %s\n", cs.Target, verb, shortRev(cs.Revision), summary(cs))
+		for _, c := range cs.Changes {
+			line := fmt.Sprintf("  %-10s %s", c.Action, c.Object)
+			if c.Reason != "" {
+				line += " (" + c.Reason + ")"
+			}
+			fmt.Fprintln(w, line)
+		}
+		for _, h := range cs.NotReady {
+			fmt.Fprintf(w, "  not ready  %s: %s %s\n", h.Object, h.Status, h.Message)
+		}
+	}
+	return nil
+}
+
+var actions = []kube.Action{kube.Created, kube.Configured, kube.Unchanged, kube.Pruned, kube.Skipped, kube.Orphaned}
+
+func summary(cs *kube.ChangeSet) string {
+	var parts []string
+	for _, a := range actions {
+		if n := cs.Count(a); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, a))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing to do"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func shortRev(r string) string {
+	if r == "" {
+		return "unknown revision"
+	}
+	if len(r) > 12 {
+		return r[:12]
+	}
+	return r
+}
+
+func markdownChangeSets(sets []*kube.ChangeSet) string {
+	var b strings.Builder
+	b.WriteString("### ferry apply\n\n| target | revision | created | configured | unchanged | pruned | skipped | orphaned |\n|---|---|---|---|---|---|---|---|\n")
+	for _, cs := range sets {
+		fmt.Fprintf(&b, "| %s | `%s` |", mdEscape(cs.Target), shortRev(cs.Revision))
+		for _, a := range actions {
+			fmt.Fprintf(&b, " %d |", cs.Count(a))
+		}
+		b.WriteString("\n")
+	}
+	for _, cs := range sets {
+		var changed []kube.Change
+		for _, c := range cs.Changes {
+			if c.Action != kube.Unchanged {
+				changed = append(changed, c)
+			}
+		}
+		if len(changed) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", mdEscape(cs.Target), mdEscape(summary(cs)))
+		for _, c := range changed {
+			fmt.Fprintf(&b, "- %s `%s`\n", c.Action, strings.ReplaceAll(c.Object.String(), "`", "'"))
+		}
+		b.WriteString("\n</details>\n")
+	}
+	return b.String()
+}
+
+// mdEscape keeps text from a manifest from breaking out of markdown.
+func mdEscape(s string) string {
+	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "|", "\\|", "`", "'", "\n", " ", "[", "\\[", "]", "\\]", "*", "\\*", "_", "\\_")
+	return r.Replace(s)
+}

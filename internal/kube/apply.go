@@ -1,0 +1,585 @@
+package kube
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/ferry-ci/ferry/internal/manifest"
+)
+
+// ApplyOptions control one target's apply.
+type ApplyOptions struct {
+	// Target names the target; it names the inventory and the lease.
+	Target string
+	// Revision is the Git revision being applied, recorded on the inventory.
+	Revision string
+	// IsAncestor reports whether commit a is an ancestor of commit b; with
+	// it, applying a revision older than the recorded one is refused.
+	IsAncestor    func(a, b string) (bool, error)
+	AllowRollback bool
+	// InventoryNamespace holds the inventory Secret and the lease.
+	InventoryNamespace string
+	Prune              bool
+	// MassPruneRatio is the share of the inventory a prune may delete
+	// without AllowMassPrune (default 0.5).
+	MassPruneRatio float64
+	AllowMassPrune bool
+	ForceConflicts bool
+	// DryRun does everything but write (the server dry-runs each apply).
+	DryRun  bool
+	Wait    bool
+	Timeout time.Duration
+	Lock    LockOptions
+	// Concurrency bounds the requests in flight within a wave.
+	Concurrency int
+}
+
+// DefaultApplyOptions returns the options a plain `ferry apply` uses.
+func DefaultApplyOptions() ApplyOptions {
+	return ApplyOptions{
+		InventoryNamespace: DefaultInventoryNS,
+		MassPruneRatio:     0.5,
+		Timeout:            5 * time.Minute,
+		Lock:               LockOptions{Wait: 2 * time.Minute, Duration: 60 * time.Second},
+		Concurrency:        16,
+	}
+}
+
+// object is one desired object on its way to the cluster.
+type object struct {
+	u       *unstructured.Unstructured
+	id      manifest.ID
+	key     string
+	wave    int
+	mapping *meta.RESTMapping // nil until its CRD is established
+	config  string            // hash of the applied configuration
+	live    *unstructured.Unstructured
+	checked bool // dry-run done
+}
+
+// Apply server-side applies objs as one target: everything is mapped and
+// dry-run before the first write; then waves (CRDs, Namespaces, other
+// cluster-scoped objects, namespaced objects) are applied concurrently
+// within each wave; then, when asked, it waits for health and prunes what
+// the inventory has and the render no longer does.
+func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) (cs *ChangeSet, err error) {
+	if opts.InventoryNamespace == "" {
+		opts.InventoryNamespace = DefaultInventoryNS
+	}
+	if opts.MassPruneRatio == 0 {
+		opts.MassPruneRatio = 0.5
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 16
+	}
+	cs = &ChangeSet{Target: opts.Target, Revision: opts.Revision, DryRun: opts.DryRun}
+
+	if err := c.reachable(ctx); err != nil {
+		return cs, err
+	}
+	if !opts.DryRun {
+		lock, err := c.Acquire(ctx, opts.Target, opts.InventoryNamespace, opts.Lock)
+		if err != nil {
+			return cs, err
+		}
+		defer func() {
+			if rerr := lock.Release(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+	}
+
+	inv, err := c.ReadInventory(ctx, opts.Target, opts.InventoryNamespace)
+	if err != nil {
+		return cs, err
+	}
+	cs.PreviousRevision = inv.Revision
+	if err := checkRevision(inv.Revision, opts); err != nil {
+		return cs, err
+	}
+
+	desired, err := c.prepare(objs, inv.ID)
+	if err != nil {
+		return cs, err
+	}
+	live, err := c.listMembers(ctx, inv, desired)
+	if err != nil {
+		return cs, err
+	}
+	for _, o := range desired {
+		o.live = live[o.key]
+	}
+	prune, kept, err := prunable(live, desired, opts)
+	if err != nil {
+		return cs, err
+	}
+
+	// Preflight: every object that can be dry-run now is; the rest need a
+	// Namespace or CRD of this run and are checked against the render now
+	// and dry-run in their wave.
+	toApply, unchanged := splitUnchanged(desired, inv)
+	if err := c.preflight(ctx, toApply, desired, opts); err != nil {
+		return cs, err
+	}
+	for _, o := range unchanged {
+		cs.Changes = append(cs.Changes, Change{Object: o.id, Action: Unchanged})
+	}
+	if opts.DryRun {
+		for _, o := range toApply {
+			a := Configured
+			if o.live == nil {
+				a = Created
+			}
+			cs.Changes = append(cs.Changes, Change{Object: o.id, Action: a})
+		}
+		cs.Changes = append(cs.Changes, pruneChanges(prune, kept, opts)...)
+		sortChanges(cs.Changes)
+		return cs, nil
+	}
+
+	// Superset the inventory before writing anything it must track.
+	super := *inv
+	super.GroupKinds, super.Namespaces = union(inv, desired)
+	if err := c.writeInventory(ctx, opts.Target, &super, false); err != nil {
+		return cs, err
+	}
+
+	records := map[string]Record{}
+	for _, o := range unchanged {
+		records[o.key] = inv.Records[o.key]
+	}
+	applyErr := c.applyWaves(ctx, toApply, desired, opts, cs, records)
+
+	final := super
+	final.Records = records
+	if applyErr == nil {
+		if opts.Wait {
+			cs.NotReady, applyErr = c.wait(ctx, desired, opts.Timeout)
+		}
+	}
+	if applyErr == nil && opts.Prune {
+		applyErr = c.prune(ctx, prune, cs)
+	}
+	cs.Changes = append(cs.Changes, pruneChanges(nil, kept, opts)...)
+	if !opts.Prune {
+		cs.Changes = append(cs.Changes, pruneChanges(prune, nil, opts)...)
+	}
+	sortChanges(cs.Changes)
+	if applyErr != nil {
+		// Keep the superset (and the records of what did apply) so the next
+		// run still knows every object this one may have created.
+		_ = c.writeInventory(context.WithoutCancel(ctx), opts.Target, &final, false)
+		return cs, applyErr
+	}
+	// Shrink to what the cluster now holds: the rendered objects, plus what
+	// pruning left in place.
+	final.GroupKinds, final.Namespaces = union(&Inventory{Namespace: inv.Namespace}, desired)
+	remaining := kept
+	if !opts.Prune {
+		remaining = append(remaining, prune...)
+	}
+	for _, o := range remaining {
+		final.GroupKinds = addGK(final.GroupKinds, o.GroupVersionKind().GroupKind())
+		if ns := o.GetNamespace(); ns != "" {
+			final.Namespaces = addString(final.Namespaces, ns)
+		}
+	}
+	final.Revision = opts.Revision
+	final.AppliedAt = time.Now()
+	if err := c.writeInventory(ctx, opts.Target, &final, false); err != nil {
+		return cs, err
+	}
+	return cs, nil
+}
+
+// reachable fails fast, with the server's address, when the API server
+// cannot be reached.
+func (c *Client) reachable(ctx context.Context) error {
+	if _, err := c.clientset.Discovery().ServerVersion(); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.Host, err)
+	}
+	_ = ctx
+	return nil
+}
+
+// RevisionError refuses to apply an older revision over a newer one.
+type RevisionError struct {
+	Target, Recorded, Applying string
+}
+
+func (e *RevisionError) Error() string {
+	return fmt.Sprintf("target %q: revision %s is older than %s, which the cluster already has (pass --allow-rollback to apply it anyway)",
+		e.Target, short(e.Applying), short(e.Recorded))
+}
+
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
+
+func checkRevision(recorded string, opts ApplyOptions) error {
+	if recorded == "" || opts.Revision == "" || recorded == opts.Revision || opts.AllowRollback || opts.IsAncestor == nil {
+		return nil
+	}
+	older, err := opts.IsAncestor(opts.Revision, recorded)
+	if err != nil {
+		return fmt.Errorf("target %q: cannot tell whether %s is older than the recorded %s (fetch more history, or pass --allow-rollback): %w",
+			opts.Target, short(opts.Revision), short(recorded), err)
+	}
+	if older {
+		return &RevisionError{Target: opts.Target, Recorded: recorded, Applying: opts.Revision}
+	}
+	return nil
+}
+
+// prepare maps every object to its resource, defaults namespaces, labels
+// it as a member, and hashes the configuration. A kind neither the cluster
+// nor a CRD of the render knows stops the run here.
+func (c *Client) prepare(objs []*unstructured.Unstructured, setID string) ([]*object, error) {
+	crds := renderedCRDs(objs)
+	var out []*object
+	var errs []error
+	seen := map[string]bool{}
+	for _, in := range objs {
+		u := in.DeepCopy()
+		gvk := u.GroupVersionKind()
+		o := &object{u: u, wave: manifest.Wave(u)}
+		mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		switch {
+		case err == nil:
+			o.mapping = mapping
+			if mapping.Scope.Name() == meta.RESTScopeNameNamespace && u.GetNamespace() == "" {
+				u.SetNamespace(c.namespace)
+			}
+			if mapping.Scope.Name() == meta.RESTScopeNameRoot {
+				u.SetNamespace("")
+			}
+		case meta.IsNoMatchError(err):
+			scope, ok := crds[gvk.GroupKind()]
+			if !ok {
+				errs = append(errs, fmt.Errorf("%s: kind %s (apiVersion %s) is not known to the cluster and no CRD in the target defines it", manifest.IDOf(u), gvk.Kind, gvk.GroupVersion()))
+				continue
+			}
+			if scope == "Namespaced" && u.GetNamespace() == "" {
+				u.SetNamespace(c.namespace)
+			}
+		default:
+			return nil, fmt.Errorf("cluster %s: mapping %s: %w", c.Host, gvk, err)
+		}
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelPartOf] = setID
+		u.SetLabels(labels)
+		o.id = manifest.IDOf(u)
+		o.key = o.id.String()
+		if seen[o.key] {
+			errs = append(errs, fmt.Errorf("%s: rendered twice", o.id))
+			continue
+		}
+		seen[o.key] = true
+		b, err := json.Marshal(u.Object)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.id, err)
+		}
+		sum := sha256.Sum256(b)
+		o.config = hex.EncodeToString(sum[:])
+		out = append(out, o)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].wave != out[j].wave {
+			return out[i].wave < out[j].wave
+		}
+		return manifest.Less(out[i].id, out[j].id)
+	})
+	return out, nil
+}
+
+// renderedCRDs returns the kinds the render's CRDs define, with their scope.
+func renderedCRDs(objs []*unstructured.Unstructured) map[schema.GroupKind]string {
+	out := map[schema.GroupKind]string{}
+	for _, o := range objs {
+		if manifest.Wave(o) != 0 {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
+		out[schema.GroupKind{Group: group, Kind: kind}] = scope
+	}
+	return out
+}
+
+// splitUnchanged finds the objects whose last applied configuration is the
+// same and whose fields ferry still owns exactly as it left them: applying
+// them again would change nothing, so they cost no request.
+func splitUnchanged(desired []*object, inv *Inventory) (toApply, unchanged []*object) {
+	for _, o := range desired {
+		rec, ok := inv.Records[o.key]
+		if ok && o.live != nil && rec.Config == o.config && rec.Fields == ownedFieldsHash(o.live) {
+			unchanged = append(unchanged, o)
+			continue
+		}
+		toApply = append(toApply, o)
+	}
+	return toApply, unchanged
+}
+
+// ownedFieldsHash hashes the field set ferry's manager owns on an object.
+func ownedFieldsHash(u *unstructured.Unstructured) string {
+	for _, mf := range u.GetManagedFields() {
+		if mf.Manager == FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" && mf.FieldsV1 != nil {
+			sum := sha256.Sum256(append([]byte(mf.APIVersion+"\n"), mf.FieldsV1.Raw...))
+			return hex.EncodeToString(sum[:])
+		}
+	}
+	return ""
+}
+
+// preflight dry-runs every object that can be dry-run now. Objects whose
+// Namespace or CRD this run creates are checked against the render.
+func (c *Client) preflight(ctx context.Context, toApply, desired []*object, opts ApplyOptions) error {
+	namespaces, err := c.clientset.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("cluster %s: listing namespaces: %w", c.Host, err)
+	}
+	existing := map[string]bool{}
+	for _, ns := range namespaces.Items {
+		existing[ns.Name] = true
+	}
+	rendered := map[string]bool{}
+	for _, o := range desired {
+		if o.id.Kind == "Namespace" && o.id.Group == "" {
+			rendered[o.id.Name] = true
+		}
+	}
+	var now []*object
+	var errs []error
+	for _, o := range toApply {
+		ns := o.u.GetNamespace()
+		switch {
+		case ns != "" && !existing[ns] && !rendered[ns]:
+			errs = append(errs, fmt.Errorf("%s: namespace %q does not exist and the target does not create it", o.id, ns))
+		case o.mapping == nil || (ns != "" && !existing[ns]):
+			// checked in its wave, once its Namespace or CRD exists
+		default:
+			now = append(now, o)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return c.dryRun(ctx, now, opts)
+}
+
+// dryRun server-side dry-runs objects concurrently and reports every
+// failure, each naming its object.
+func (c *Client) dryRun(ctx context.Context, objs []*object, opts ApplyOptions) error {
+	errs := make([]error, len(objs))
+	c.each(ctx, objs, opts.Concurrency, func(i int, o *object) {
+		_, err := c.patch(ctx, o, opts.ForceConflicts, true)
+		if err != nil {
+			errs[i] = describe(o.id, err)
+		}
+		o.checked = true
+	})
+	return errors.Join(errs...)
+}
+
+func (c *Client) resource(o *object) dynamic.ResourceInterface {
+	r := c.dynamic.Resource(o.mapping.Resource)
+	if o.mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		return r.Namespace(o.u.GetNamespace())
+	}
+	return r
+}
+
+func (c *Client) patch(ctx context.Context, o *object, force, dryRun bool) (*unstructured.Unstructured, error) {
+	body, err := json.Marshal(o.u.Object)
+	if err != nil {
+		return nil, err
+	}
+	po := metav1.PatchOptions{FieldManager: FieldManager, Force: &force}
+	if dryRun {
+		po.DryRun = []string{metav1.DryRunAll}
+	}
+	return c.resource(o).Patch(ctx, o.u.GetName(), types.ApplyPatchType, body, po)
+}
+
+// describe turns an API error about one object into a message that names
+// the object and, for a field conflict, the fields and their managers.
+func describe(id manifest.ID, err error) error {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) && apierrors.IsConflict(err) {
+		var fields []string
+		if d := se.Status().Details; d != nil {
+			for _, cause := range d.Causes {
+				if cause.Field != "" {
+					fields = append(fields, cause.Field+" ("+cause.Message+")")
+				} else {
+					fields = append(fields, cause.Message)
+				}
+			}
+		}
+		if len(fields) > 0 {
+			return fmt.Errorf("%s: field conflict: %s (pass --force-conflicts to take these fields)", id, strings.Join(fields, "; "))
+		}
+	}
+	return fmt.Errorf("%s: %w", id, err)
+}
+
+// each runs fn over objs with at most n in flight.
+func (c *Client) each(ctx context.Context, objs []*object, n int, fn func(i int, o *object)) {
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for i, o := range objs {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			fn(i, o)
+		}()
+	}
+	wg.Wait()
+}
+
+// applyWaves applies the objects that need it, wave by wave. A wave's
+// objects not yet dry-run (their Namespace or CRD came with this run) are
+// dry-run first, and a failure stops before the wave writes anything.
+func (c *Client) applyWaves(ctx context.Context, toApply, desired []*object, opts ApplyOptions, cs *ChangeSet, records map[string]Record) error {
+	var mu sync.Mutex
+	for wave := 0; wave <= 3; wave++ {
+		var objs []*object
+		for _, o := range toApply {
+			if o.wave == wave {
+				objs = append(objs, o)
+			}
+		}
+		if wave > 0 {
+			if err := c.resolveDeferred(ctx, objs); err != nil {
+				return err
+			}
+		}
+		var unchecked []*object
+		for _, o := range objs {
+			if !o.checked {
+				unchecked = append(unchecked, o)
+			}
+		}
+		if err := c.dryRun(ctx, unchecked, opts); err != nil {
+			return err
+		}
+		errs := make([]error, len(objs))
+		c.each(ctx, objs, opts.Concurrency, func(i int, o *object) {
+			res, err := c.patch(ctx, o, opts.ForceConflicts, false)
+			if err != nil {
+				errs[i] = describe(o.id, err)
+				return
+			}
+			action := Configured
+			switch {
+			case o.live == nil:
+				action = Created
+			case res.GetResourceVersion() == o.live.GetResourceVersion():
+				action = Unchanged
+			}
+			mu.Lock()
+			cs.Changes = append(cs.Changes, Change{Object: o.id, Action: action})
+			records[o.key] = Record{Config: o.config, Fields: ownedFieldsHash(res)}
+			mu.Unlock()
+		})
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if wave == 0 && len(objs) > 0 {
+			if err := c.waitEstablished(ctx, objs, opts.Timeout); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// resolveDeferred maps the objects whose CRD this run created.
+func (c *Client) resolveDeferred(_ context.Context, objs []*object) error {
+	reset := false
+	var errs []error
+	for _, o := range objs {
+		if o.mapping != nil {
+			continue
+		}
+		if !reset {
+			c.mapper.Reset()
+			reset = true
+		}
+		gvk := o.u.GroupVersionKind()
+		m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: kind %s is still unknown after its CRD was applied: %w", o.id, gvk, err))
+			continue
+		}
+		o.mapping = m
+	}
+	return errors.Join(errs...)
+}
+
+func union(inv *Inventory, desired []*object) ([]schema.GroupKind, []string) {
+	gks := append([]schema.GroupKind(nil), inv.GroupKinds...)
+	nss := append([]string(nil), inv.Namespaces...)
+	nss = addString(nss, inv.Namespace)
+	for _, o := range desired {
+		gks = addGK(gks, o.u.GroupVersionKind().GroupKind())
+		if ns := o.u.GetNamespace(); ns != "" {
+			nss = addString(nss, ns)
+		}
+	}
+	return gks, nss
+}
+
+func addGK(list []schema.GroupKind, gk schema.GroupKind) []schema.GroupKind {
+	for _, x := range list {
+		if x == gk {
+			return list
+		}
+	}
+	return append(list, gk)
+}
+
+func sortChanges(ch []Change) {
+	order := map[Action]int{Created: 0, Configured: 1, Unchanged: 2, Pruned: 3, Skipped: 4, Orphaned: 5}
+	sort.SliceStable(ch, func(i, j int) bool {
+		if ch[i].Action != ch[j].Action {
+			return order[ch[i].Action] < order[ch[j].Action]
+		}
+		return manifest.Less(ch[i].Object, ch[j].Object)
+	})
+}

@@ -1,0 +1,56 @@
+package kube
+
+import (
+	"github.com/ferry-ci/ferry/internal/manifest"
+)
+
+// Action is what happened (or, in a dry run, would happen) to one object.
+type Action string
+
+// Actions of a ChangeSet.
+const (
+	Created    Action = "created"
+	Configured Action = "configured"
+	Unchanged  Action = "unchanged"
+	Pruned     Action = "pruned"
+	// Skipped: no longer rendered, but protected from pruning by an annotation.
+	Skipped Action = "skipped"
+	// Orphaned: no longer rendered and left in place because pruning is off.
+	Orphaned Action = "orphaned"
+)
+
+// Change is one object's action.
+type Change struct {
+	Object manifest.ID `json:"object"`
+	Action Action      `json:"action"`
+	Reason string      `json:"reason,omitempty"`
+}
+
+// ChangeSet is the result of applying one target.
+type ChangeSet struct {
+	Target           string   `json:"target"`
+	Revision         string   `json:"revision,omitempty"`
+	PreviousRevision string   `json:"previousRevision,omitempty"`
+	DryRun           bool     `json:"dryRun,omitempty"`
+	Changes          []Change `json:"changes"`
+	// NotReady lists objects that were not healthy when the wait ended.
+	NotReady []Health `json:"notReady,omitempty"`
+}
+
+// Count returns how many changes have the given action.
+func (cs *ChangeSet) Count(a Action) int {
+	n := 0
+	for _, c := range cs.Changes {
+		if c.Action == a {
+			n++
+		}
+	}
+	return n
+}
+
+// Health is the kstatus verdict on one object.
+type Health struct {
+	Object  manifest.ID `json:"object"`
+	Status  string      `json:"status"`
+	Message string      `json:"message,omitempty"`
+}

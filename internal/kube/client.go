@@ -1,0 +1,106 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// ClientOptions say how to reach a cluster. Kubeconfig content wins over a
+// path; neither means the caller's default kubeconfig path must be given.
+type ClientOptions struct {
+	// Kubeconfig is the path of a kubeconfig file.
+	Kubeconfig string
+	// KubeconfigData is kubeconfig content (CI secrets hold content, not
+	// paths); it is never written to disk.
+	KubeconfigData []byte
+	// Context is the kubeconfig context to use; "" means its current one.
+	Context string
+	// QPS and Burst bound the client's request rate (0: ferry's defaults).
+	QPS   float32
+	Burst int
+}
+
+// Client reaches one cluster.
+type Client struct {
+	Host      string
+	config    *rest.Config
+	dynamic   dynamic.Interface
+	clientset kubernetes.Interface
+	discovery discovery.CachedDiscoveryInterface
+	mapper    meta.ResettableRESTMapper
+	// namespace is the kubeconfig context's namespace, used for namespaced
+	// objects that name none.
+	namespace string
+}
+
+// NewClient builds a client from kubeconfig content or a kubeconfig path.
+// Nothing is contacted yet.
+func NewClient(opts ClientOptions) (*Client, error) {
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: opts.Context}
+	var cc clientcmd.ClientConfig
+	switch {
+	case len(opts.KubeconfigData) > 0:
+		raw, err := clientcmd.Load(opts.KubeconfigData)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig content: %w", err)
+		}
+		cc = clientcmd.NewNonInteractiveClientConfig(*raw, opts.Context, overrides, nil)
+	case opts.Kubeconfig != "":
+		cc = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: opts.Kubeconfig}, overrides)
+	default:
+		return nil, errors.New("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or give kubeconfig content")
+	}
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig%s: %w", where(opts), err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil || ns == "" {
+		ns = "default"
+	}
+	return NewClientFromConfig(cfg, ns, opts.QPS, opts.Burst)
+}
+
+func where(opts ClientOptions) string {
+	if len(opts.KubeconfigData) == 0 && opts.Kubeconfig != "" {
+		return " " + opts.Kubeconfig
+	}
+	return ""
+}
+
+// NewClientFromConfig builds a client from a REST config.
+func NewClientFromConfig(cfg *rest.Config, namespace string, qps float32, burst int) (*Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	if qps == 0 {
+		qps, burst = 200, 400
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	cfg.UserAgent = "ferry"
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disc := memory.NewMemCacheClient(cs.Discovery())
+	return &Client{
+		Host:      cfg.Host,
+		config:    cfg,
+		dynamic:   dyn,
+		clientset: cs,
+		discovery: disc,
+		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(disc),
+		namespace: namespace,
+	}, nil
+}

@@ -1,0 +1,158 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-ci/ferry/internal/manifest"
+)
+
+// MassPruneError stops a prune that would delete too much of a target.
+type MassPruneError struct {
+	Target        string
+	Delete, Total int
+	Ratio         float64
+}
+
+func (e *MassPruneError) Error() string {
+	return fmt.Sprintf("target %q: prune would delete %d of the %d objects in its inventory (more than %.0f%%); nothing was applied or deleted (pass --allow-mass-prune if this is intended)",
+		e.Target, e.Delete, e.Total, e.Ratio*100)
+}
+
+// listMembers lists the live members of the ApplySet: every object with
+// its part-of label, for every kind the inventory or the render has.
+func (c *Client) listMembers(ctx context.Context, inv *Inventory, desired []*object) (map[string]*unstructured.Unstructured, error) {
+	gks, namespaces := union(inv, desired)
+	sort.Slice(gks, func(i, j int) bool { return gks[i].String() < gks[j].String() })
+	selector := metav1.ListOptions{LabelSelector: LabelPartOf + "=" + inv.ID}
+	live := map[string]*unstructured.Unstructured{}
+	for _, gk := range gks {
+		m, err := c.mapper.RESTMapping(gk)
+		if meta.IsNoMatchError(err) {
+			continue // its CRD is gone, or comes with this run: no members to find
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: mapping %s: %w", c.Host, gk, err)
+		}
+		var items []unstructured.Unstructured
+		if m.Scope.Name() == meta.RESTScopeNameRoot {
+			l, err := c.dynamic.Resource(m.Resource).List(ctx, selector)
+			if err != nil {
+				return nil, fmt.Errorf("cluster %s: listing %s: %w", c.Host, gk, err)
+			}
+			items = l.Items
+		} else {
+			l, err := c.dynamic.Resource(m.Resource).List(ctx, selector)
+			if apierrors.IsForbidden(err) {
+				// No cluster-wide list right: ask namespace by namespace.
+				for _, ns := range namespaces {
+					nl, err := c.dynamic.Resource(m.Resource).Namespace(ns).List(ctx, selector)
+					if err != nil {
+						return nil, fmt.Errorf("cluster %s: listing %s in %s: %w", c.Host, gk, ns, err)
+					}
+					items = append(items, nl.Items...)
+				}
+			} else if err != nil {
+				return nil, fmt.Errorf("cluster %s: listing %s: %w", c.Host, gk, err)
+			} else {
+				items = l.Items
+			}
+		}
+		for i := range items {
+			u := &items[i]
+			live[manifest.IDOf(u).String()] = u
+		}
+	}
+	return live, nil
+}
+
+// prunable splits the live members that are no longer rendered into those
+// to delete and those an annotation protects, and applies the mass-prune
+// guard before anything is written.
+func prunable(live map[string]*unstructured.Unstructured, desired []*object, opts ApplyOptions) (prune, kept []*unstructured.Unstructured, err error) {
+	want := map[string]bool{}
+	for _, o := range desired {
+		want[o.key] = true
+	}
+	for key, u := range live {
+		if want[key] {
+			continue
+		}
+		a := u.GetAnnotations()
+		if a[AnnotationPrune] == PruneDisabled || a[AnnotationFluxPrune] == PruneDisabled {
+			kept = append(kept, u)
+			continue
+		}
+		prune = append(prune, u)
+	}
+	byID := func(list []*unstructured.Unstructured) {
+		sort.Slice(list, func(i, j int) bool { return manifest.Less(manifest.IDOf(list[i]), manifest.IDOf(list[j])) })
+	}
+	byID(prune)
+	byID(kept)
+	if opts.Prune && !opts.AllowMassPrune && len(live) > 0 && float64(len(prune)) > opts.MassPruneRatio*float64(len(live)) {
+		return nil, nil, &MassPruneError{Target: opts.Target, Delete: len(prune), Total: len(live), Ratio: opts.MassPruneRatio}
+	}
+	return prune, kept, nil
+}
+
+// pruneChanges reports members no longer rendered: pruned (in a dry run),
+// skipped (protected) or orphaned (pruning off).
+func pruneChanges(prune, kept []*unstructured.Unstructured, opts ApplyOptions) []Change {
+	var out []Change
+	for _, u := range prune {
+		if opts.Prune {
+			out = append(out, Change{Object: manifest.IDOf(u), Action: Pruned})
+		} else {
+			out = append(out, Change{Object: manifest.IDOf(u), Action: Orphaned, Reason: "no longer rendered; pruning is off"})
+		}
+	}
+	for _, u := range kept {
+		out = append(out, Change{Object: manifest.IDOf(u), Action: Skipped, Reason: "no longer rendered; pruning disabled by annotation"})
+	}
+	return out
+}
+
+// prune deletes objects in reverse wave order: namespaced objects first,
+// CRDs last.
+func (c *Client) prune(ctx context.Context, objs []*unstructured.Unstructured, cs *ChangeSet) error {
+	sorted := append([]*unstructured.Unstructured(nil), objs...)
+	manifest.Sort(sorted)
+	var errs []error
+	policy := metav1.DeletePropagationBackground
+	for wave := 3; wave >= 0; wave-- {
+		for _, u := range sorted {
+			if manifest.Wave(u) != wave {
+				continue
+			}
+			gvk := u.GroupVersionKind()
+			m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", manifest.IDOf(u), err))
+				continue
+			}
+			r := c.dynamic.Resource(m.Resource)
+			var ri interface {
+				Delete(context.Context, string, metav1.DeleteOptions, ...string) error
+			} = r
+			if m.Scope.Name() == meta.RESTScopeNameNamespace {
+				ri = r.Namespace(u.GetNamespace())
+			}
+			uid := u.GetUID()
+			err = ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("pruning %s: %w", manifest.IDOf(u), err))
+				continue
+			}
+			cs.Changes = append(cs.Changes, Change{Object: manifest.IDOf(u), Action: Pruned})
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,76 @@
+package manifest_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-ci/ferry/internal/manifest"
+)
+
+func obj(apiVersion, kind, ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+func TestIDAndFileName(t *testing.T) {
+	tests := []struct {
+		obj      *unstructured.Unstructured
+		id, file string
+	}{
+		{obj("v1", "Namespace", "", "shop"), "Namespace/shop", "namespace_shop.yaml"},
+		{obj("apps/v1", "Deployment", "shop", "web"), "Deployment.apps/shop/web", "deployment.apps_shop_web.yaml"},
+		{obj("v1", "Secret", "shop", "db"), "Secret/shop/db", "secret_shop_db.yaml"},
+		{obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "system:view"), "ClusterRole.rbac.authorization.k8s.io/system:view", "clusterrole.rbac.authorization.k8s.io_system:view.yaml"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.id, func(t *testing.T) {
+			if got := manifest.IDOf(tc.obj).String(); got != tc.id {
+				t.Errorf("ID = %q, want %q", got, tc.id)
+			}
+			if got := manifest.FileName(tc.obj); got != tc.file {
+				t.Errorf("FileName = %q, want %q", got, tc.file)
+			}
+		})
+	}
+}
+
+func TestSortByWave(t *testing.T) {
+	objs := []*unstructured.Unstructured{
+		obj("apps/v1", "Deployment", "b", "web"),
+		obj("v1", "ConfigMap", "a", "cfg"),
+		obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "reader"),
+		obj("v1", "Namespace", "", "b"),
+		obj("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com"),
+		obj("v1", "Namespace", "", "a"),
+	}
+	manifest.Sort(objs)
+	var got []string
+	for _, o := range objs {
+		got = append(got, manifest.IDOf(o).String())
+	}
+	want := []string{
+		"CustomResourceDefinition.apiextensions.k8s.io/widgets.example.com",
+		"Namespace/a", "Namespace/b",
+		"ClusterRole.rbac.authorization.k8s.io/reader",
+		"ConfigMap/a/cfg", "Deployment.apps/b/web",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+}
+
+func TestSetYAML(t *testing.T) {
+	s := manifest.Set{Objects: []*unstructured.Unstructured{obj("v1", "Namespace", "", "a"), obj("v1", "ConfigMap", "a", "c")}}
+	got, err := s.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: a\n"
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("YAML (-want +got):\n%s", diff)
+	}
+}
