@@ -11,10 +11,11 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ferry ./cmd/ferry
 
-# ferry's main job on the bundled example: render the GPU-cluster repo with
-# its throwaway age key and print the decrypted, rendered YAML.
+# ferry's main job on the bundled example, end to end: render the GPU-cluster
+# repo with its throwaway age key, then apply, re-apply and prune it on the
+# cluster KUBECONFIG names or, without one, on a local control plane.
 example: build
-	SOPS_AGE_KEY_FILE=examples/age-test-key.txt $(BIN)/ferry render --repo examples/gpu-cluster
+	hack/example.sh
 
 tools:
 	hack/tools.sh

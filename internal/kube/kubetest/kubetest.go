@@ -385,6 +385,10 @@ func checkBinaries(dir string) error {
 	return nil
 }
 
+// Launch starts a plane outside a test (benchmarks, the README's demo):
+// the caller must Stop it. Its errors start with "kubetest: ".
+func Launch() (*ControlPlane, error) { return start() }
+
 // start brings up a plane without a testing.TB. Its errors start with
 // "kubetest: ".
 func start() (*ControlPlane, error) {

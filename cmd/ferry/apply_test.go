@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ferry-ci/ferry/internal/kube"
+	"github.com/ferry-ci/ferry/internal/kube/kubetest"
+)
+
+// cp is the package's control plane (see TestMain).
+var cp *kubetest.ControlPlane
+
+func TestMain(m *testing.M) { os.Exit(kubetest.Run(m, &cp)) }
+
+// applyVars is the environment of an apply run: the example's key and the
+// plane's kubeconfig as content, the way CI secrets hand it over.
+func applyVars(t *testing.T) map[string]string {
+	v := exampleKey(t)
+	v["TEST_KUBECONFIG"] = string(cp.Require(t).Kubeconfig())
+	return v
+}
+
+func TestApplyExample(t *testing.T) {
+	vars := applyVars(t)
+	invNS := cp.Namespace(t)
+	repo := t.TempDir()
+	copyTree(t, filepath.Join(examplesDir, "gpu-cluster"), repo)
+	args := []string{"apply", "--repo", repo, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", invNS, "--revision", "0123456789abcdef0123456789abcdef01234567"}
+
+	first := ferry(t, vars, append(args, "--format", "json")...)
+	if first.code != 0 {
+		t.Fatalf("apply: exit %d: %s", first.code, first.stderr)
+	}
+	var sets []kube.ChangeSet
+	if err := json.Unmarshal([]byte(first.stdout), &sets); err != nil {
+		t.Fatalf("JSON output: %v\n%s", err, first.stdout)
+	}
+	if len(sets) != 2 || sets[0].Target != "infra" || sets[1].Target != "stage" {
+		t.Fatalf("change sets for %v, want infra then stage (dependsOn order)", sets)
+	}
+	for _, s := range sets {
+		if s.Count(kube.Created) != len(s.Changes) || len(s.Changes) == 0 {
+			t.Errorf("target %s: first apply %+v, want everything created", s.Target, s.Changes)
+		}
+	}
+
+	cs := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	secret, err := cs.CoreV1().Secrets("stage").Get(context.Background(), "inference-api-secrets", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(secret.Data["HF_TOKEN"]) == 0 || strings.Contains(string(secret.Data["HF_TOKEN"]), "ENC[") {
+		t.Errorf("Secret applied without its decrypted value: %q", secret.Data["HF_TOKEN"])
+	}
+	for _, out := range []string{first.stdout, first.stderr} {
+		if strings.Contains(out, string(secret.Data["HF_TOKEN"])) {
+			t.Error("apply printed a secret value")
+		}
+	}
+
+	again := ferry(t, vars, args...)
+	if again.code != 0 {
+		t.Fatalf("re-apply: exit %d: %s", again.code, again.stderr)
+	}
+	for _, want := range []string{"target infra (applied 0123456789ab): 5 unchanged", "target stage (applied 0123456789ab): 10 unchanged"} {
+		if !strings.Contains(again.stdout, want) {
+			t.Errorf("re-apply output lacks %q:\n%s", want, again.stdout)
+		}
+	}
+
+	// notebook leaves the render: its objects are pruned.
+	k := filepath.Join(repo, "apps/stage/kustomization.yaml")
+	b, _ := os.ReadFile(k)
+	if err := os.WriteFile(k, []byte(strings.Replace(string(b), "  - ./services/notebook", "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pruned := ferry(t, vars, append(args, "--prune", "--format", "markdown")...)
+	if pruned.code != 0 {
+		t.Fatalf("apply --prune: exit %d: %s", pruned.code, pruned.stderr)
+	}
+	for _, want := range []string{"| stage | `0123456789ab` | 0 | 0 | 7 | 3 | 0 | 0 |", "- pruned `Deployment.apps/stage/notebook`"} {
+		if !strings.Contains(pruned.stdout, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, pruned.stdout)
+		}
+	}
+	if _, err := cs.AppsV1().Deployments("stage").Get(context.Background(), "notebook", metav1.GetOptions{}); err == nil {
+		t.Error("notebook Deployment still exists after prune")
+	}
+}
+
+// A target that fails to render stops the whole run before anything is
+// sent: the target that rendered fine is not applied either.
+func TestApplyRenderFailureAppliesNothing(t *testing.T) {
+	vars := applyVars(t)
+	r := newSecretRepo(t)
+	ns := cp.Namespace(t)
+	r.write("ok/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: first\n  namespace: "+ns+"\n")
+	r.write("ok/kustomization.yaml", "resources: [cm.yaml]\n")
+	r.write("ferry.yaml", "targets:\n  - name: ok\n    path: ok\n  - name: app\n    path: app\n")
+	// The example key is not the key the app target was encrypted for.
+	res := ferry(t, vars, "apply", "--repo", r.dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", cp.Namespace(t))
+	if res.code != exitError {
+		t.Fatalf("exit %d, want 2: %s", res.code, res.stderr)
+	}
+	for _, want := range []string{"nothing was applied", `target "app"`, "app/secret.yaml: decrypting"} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("error lacks %q: %s", want, res.stderr)
+		}
+	}
+	cs := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "first", metav1.GetOptions{}); err == nil {
+		t.Error("the target that rendered was applied although another failed")
+	}
+}
+
+func TestApplyBadClusterInputs(t *testing.T) {
+	vars := applyVars(t)
+	vars["BROKEN"] = "apiVersion: v1\nkind: Config\nclusters: [oops"
+	repo := filepath.Join(examplesDir, "gpu-cluster")
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"bad kubeconfig content", []string{"--kubeconfig-env", "BROKEN"}, []string{`target "infra"`, "kubeconfig"}},
+		{"empty kubeconfig variable", []string{"--kubeconfig-env", "NOT_SET"}, []string{`target "infra"`, "NOT_SET", "empty"}},
+		{"missing kubeconfig file", []string{"--kubeconfig", filepath.Join(t.TempDir(), "nope")}, []string{`target "infra"`, "nope"}},
+		{"unreachable API server", []string{"--kubeconfig", unreachableKubeconfig(t)}, []string{`target "infra"`, "cluster https://127.0.0.1:1"}},
+		{"bad format", []string{"--format", "yaml"}, []string{"--format"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := ferry(t, vars, append([]string{"apply", "--repo", repo}, tc.args...)...)
+			if res.code != exitError {
+				t.Fatalf("exit %d, want 2; stderr: %s", res.code, res.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.stderr, w) {
+					t.Errorf("error lacks %q: %s", w, res.stderr)
+				}
+			}
+		})
+	}
+}
+
+func unreachableKubeconfig(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	content := strings.Replace(string(cp.Kubeconfig()), cp.URL(), "https://127.0.0.1:1", 1)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if fi.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
