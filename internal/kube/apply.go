@@ -388,6 +388,12 @@ func (c *Client) preflight(ctx context.Context, toApply, desired []*object, opts
 			now = append(now, o)
 		}
 	}
+	schemas, err := schemasOf(desired)
+	if err != nil {
+		errs = append(errs, err)
+	} else if err := schemas.validate(toApply); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}

@@ -372,6 +372,21 @@ spec:
 	if diff := cmp.Diff(before, f.snapshot()); diff != "" {
 		t.Errorf("objects written despite the failure (-before +after):\n%s", diff)
 	}
+
+	// The same with a CRD the cluster does not have yet: the custom
+	// resource is checked against the rendered CRD's schema, before the CRD
+	// or anything else is written.
+	group2 := "new" + group
+	crd2 := strings.ReplaceAll(crd, group, group2)
+	bad2 := strings.ReplaceAll(bad, group, group2)
+	_, err = f.client.Apply(context.Background(), f.objects(crd2, bad2, configMap("late", "x")), f.opts())
+	if err == nil || !strings.Contains(err.Error(), "Widget."+group2+"/"+f.ns+"/w1: invalid against its CRD's schema") {
+		t.Errorf("schema failure of a new CRD: err = %v", err)
+	}
+	crdClient := f.dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	if _, err := crdClient.Get(context.Background(), "widgets."+group2, metav1.GetOptions{}); err == nil {
+		t.Error("the new CRD was written although its custom resource is invalid")
+	}
 }
 
 func TestBadInputsWriteNothing(t *testing.T) {
@@ -548,3 +563,37 @@ func TestWaitNamesWhatIsNotReady(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestDryRunWritesNothing(t *testing.T) {
+	f := newFixture(t)
+	objs := f.objects(configMap("a", "1"), deploymentYAML)
+	opts := f.opts()
+	opts.DryRun = true
+	cs := f.apply(objs, opts)
+	if diff := cmp.Diff(f.sub([]string{"created ConfigMap/NS/a", "created Deployment.apps/NS/web"}), actions(cs)); diff != "" {
+		t.Errorf("dry run (-want +got):\n%s", diff)
+	}
+	if !cs.DryRun {
+		t.Error("change set not marked as a dry run")
+	}
+	if got := f.snapshot(); len(got) != 0 {
+		t.Errorf("dry run wrote %v", got)
+	}
+	inv, err := f.client.ReadInventory(context.Background(), "test", f.invNS)
+	if err != nil || inv.Exists {
+		t.Errorf("dry run wrote the inventory (%v)", err)
+	}
+
+	// After a real apply, a dry run with one change reports just that.
+	opts.DryRun = false
+	f.apply(objs, opts)
+	opts.DryRun = true
+	before := f.snapshot()
+	cs = f.apply(f.objects(configMap("a", "2"), deploymentYAML), opts)
+	if diff := cmp.Diff(f.sub([]string{"configured ConfigMap/NS/a", "unchanged Deployment.apps/NS/web"}), actions(cs)); diff != "" {
+		t.Errorf("dry run of a change (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, f.snapshot()); diff != "" {
+		t.Errorf("dry run wrote (-before +after):\n%s", diff)
+	}
+}
