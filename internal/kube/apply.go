@@ -403,15 +403,14 @@ func (c *Client) preflight(ctx context.Context, toApply, desired []*object, opts
 // dryRun server-side dry-runs objects concurrently and reports every
 // failure, each naming its object.
 func (c *Client) dryRun(ctx context.Context, objs []*object, opts ApplyOptions) error {
-	errs := make([]error, len(objs))
-	c.each(ctx, objs, opts.Concurrency, func(i int, o *object) {
+	return c.each(ctx, objs, opts.Concurrency, func(ctx context.Context, o *object) error {
 		_, err := c.patch(ctx, o, opts.ForceConflicts, true)
-		if err != nil {
-			errs[i] = describe(o.id, err)
-		}
 		o.checked = true
+		if err != nil {
+			return describe(o.id, err)
+		}
+		return nil
 	})
-	return errors.Join(errs...)
 }
 
 func (c *Client) resource(o *object) dynamic.ResourceInterface {
@@ -456,23 +455,71 @@ func describe(id manifest.ID, err error) error {
 	return fmt.Errorf("%s: %w", id, err)
 }
 
-// each runs fn over objs with at most n in flight.
-func (c *Client) each(ctx context.Context, objs []*object, n int, fn func(i int, o *object)) {
+// each runs fn over objs with at most n in flight and returns what failed.
+// An error that is not the API server's answer (the connection broke, the
+// server went away) stops the objects not yet started: they would fail the
+// same way, one message each.
+func (c *Client) each(ctx context.Context, objs []*object, n int, fn func(ctx context.Context, o *object) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	sem := make(chan struct{}, n)
 	var wg sync.WaitGroup
+	errs := make([]error, len(objs))
+	started := 0
 	for i, o := range objs {
 		if ctx.Err() != nil {
 			break
 		}
 		sem <- struct{}{}
+		started++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			fn(i, o)
+			if err := fn(ctx, o); err != nil {
+				errs[i] = err
+				var status apierrors.APIStatus
+				if !errors.As(err, &status) {
+					cancel(err)
+				}
+			}
 		}()
 	}
 	wg.Wait()
+	return summarize(errs, len(objs)-started, context.Cause(ctx), c.Host)
+}
+
+// maxListed bounds the per-object errors one message lists.
+const maxListed = 10
+
+// summarize joins per-object errors, at most maxListed of them, and says
+// when the cluster stopped answering and how many objects were not tried.
+func summarize(errs []error, notStarted int, cause error, host string) error {
+	var listed []error
+	failed := 0
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if cause != nil && errors.Is(err, context.Canceled) {
+			notStarted++ // cut short after the cluster broke off
+			continue
+		}
+		failed++
+		if len(listed) < maxListed {
+			listed = append(listed, err)
+		}
+	}
+	if failed == 0 && notStarted == 0 {
+		return nil
+	}
+	if failed > len(listed) {
+		listed = append(listed, fmt.Errorf("... and %d more objects failed", failed-len(listed)))
+	}
+	if cause != nil {
+		listed = append([]error{fmt.Errorf("cluster %s stopped answering (%v): %d objects failed, %d were not attempted", host, cause, failed, notStarted)}, listed...)
+	}
+	return errors.Join(listed...)
 }
 
 // applyWaves applies the objects that need it, wave by wave. A wave's
@@ -501,12 +548,10 @@ func (c *Client) applyWaves(ctx context.Context, toApply, desired []*object, opt
 		if err := c.dryRun(ctx, unchecked, opts); err != nil {
 			return err
 		}
-		errs := make([]error, len(objs))
-		c.each(ctx, objs, opts.Concurrency, func(i int, o *object) {
+		err := c.each(ctx, objs, opts.Concurrency, func(ctx context.Context, o *object) error {
 			res, err := c.patch(ctx, o, opts.ForceConflicts, false)
 			if err != nil {
-				errs[i] = describe(o.id, err)
-				return
+				return describe(o.id, err)
 			}
 			action := Configured
 			switch {
@@ -519,8 +564,9 @@ func (c *Client) applyWaves(ctx context.Context, toApply, desired []*object, opt
 			cs.Changes = append(cs.Changes, Change{Object: o.id, Action: action})
 			records[o.key] = Record{Config: o.config, Fields: ownedFieldsHash(res)}
 			mu.Unlock()
+			return nil
 		})
-		if err := errors.Join(errs...); err != nil {
+		if err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
