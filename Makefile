@@ -6,7 +6,7 @@ TESTBIN := $(CURDIR)/.cache/testbin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build example test tools controlplane vet bench bench-render clean
+.PHONY: build example test tools controlplane vet bench bench-render bench-apply clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ferry ./cmd/ferry
@@ -33,10 +33,16 @@ vet:
 test: tools controlplane vet
 	FERRY_TESTBIN=$(TESTBIN) $(GO) test -count=1 ./...
 
-bench: bench-render
+bench: bench-render bench-apply
 
 bench-render: build tools
 	bench/render.sh
+
+# Apply benchmark: ferry apply against kubectl's server-side apply with an
+# ApplySet (first apply, no-op re-apply, prune of 500 of 1,000 objects) on
+# the test control plane. Numbers, not a test: nothing asserts a speed.
+bench-apply: build controlplane
+	$(GO) run ./bench/apply
 
 clean:
 	rm -rf $(BIN)

@@ -79,7 +79,9 @@ func (r *Repo) discover(ctx context.Context) error {
 	origin := func(cluster string, ks *unstructured.Unstructured, via string) string {
 		for _, want := range []string{cluster, ""} {
 			for _, o := range objs {
-				if isKustomization(o.Object) && o.Object.GetName() == ks.GetName() && o.Object.GetNamespace() == ks.GetNamespace() &&
+				// The file may leave the namespace to its kustomization.
+				ns := o.Object.GetNamespace()
+				if isKustomization(o.Object) && o.Object.GetName() == ks.GetName() && (ns == ks.GetNamespace() || ns == "") &&
 					clusterOfFile(o.File, roots) == want {
 					reached[o.Where()] = true
 					return o.Where()
@@ -101,6 +103,7 @@ func (r *Repo) discover(ctx context.Context) error {
 			return fmt.Errorf("discovering targets of cluster %q: %w", root.Name, err)
 		}
 		r.rootObjs[root.Name] = res.Set.Objects
+		markRead(reached, res.Files, objs)
 		for _, o := range res.Set.Objects {
 			if !isKustomization(o) || (root.sync != nil && o.GetName() == root.sync.Object.GetName() && o.GetNamespace() == root.sync.Object.GetNamespace()) {
 				continue
@@ -116,6 +119,9 @@ func (r *Repo) discover(ctx context.Context) error {
 		res, err := r.Render(ctx, t)
 		if err != nil {
 			continue // reported when the target is rendered
+		}
+		if t.Root == r.Root {
+			markRead(reached, res.Files, objs)
 		}
 		for _, o := range res.Set.Objects {
 			if isKustomization(o) {
@@ -150,6 +156,21 @@ func (r *Repo) forgetDiscoveryRenders() {
 			continue
 		}
 		res.Name = t.Name
+	}
+}
+
+// markRead marks as reached every Kustomization in a file a render read:
+// the render holds it, as patched (renamed, moved to another namespace),
+// so the fallback scan must not add it a second time.
+func markRead(reached map[string]bool, files []string, objs []FluxObject) {
+	read := map[string]bool{}
+	for _, f := range files {
+		read[f] = true
+	}
+	for _, o := range objs {
+		if read[o.File] && isKustomization(o.Object) {
+			reached[o.Where()] = true
+		}
 	}
 }
 
@@ -312,13 +333,29 @@ func (r *Repo) nameTargets() {
 	}
 	for _, t := range r.Targets {
 		if count[t.Name] > 1 {
-			prefix := ""
-			if t.Cluster != "" {
-				prefix = t.Cluster + "/"
-			}
-			t.Name = prefix + t.Namespace + "/" + bareName(t.Name)
+			t.Name = fullName(t)
 		}
 	}
+	// The full cluster/namespace/name is unique, but a shorter name given
+	// above may equal it by chance: fall back to the full form for both.
+	count = map[string]int{}
+	for _, t := range r.Targets {
+		count[t.Name]++
+	}
+	for _, t := range r.Targets {
+		if count[t.Name] > 1 {
+			t.Name = fullName(t)
+		}
+	}
+}
+
+// fullName is [<cluster>/]<namespace>/<name>, unique in a repository.
+func fullName(t *Target) string {
+	n := t.Namespace + "/" + t.Kustomization.GetName()
+	if t.Cluster != "" {
+		n = t.Cluster + "/" + n
+	}
+	return n
 }
 
 func toMap(v any, out *map[string]any) error {

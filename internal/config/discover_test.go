@@ -77,6 +77,26 @@ func TestDiscoverFleet(t *testing.T) {
 	}
 }
 
+// Targets are rendered during discovery, before their names are final;
+// what Render returns afterwards carries the final name.
+func TestRenderUsesFinalTargetName(t *testing.T) {
+	t.Parallel()
+	repo := load(t, writeTree(t, fleet()))
+	res, err := repo.Render(t.Context(), mustTarget(t, repo, "staging/apps"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Name != "staging/apps" {
+		t.Errorf("Result.Name = %q, want staging/apps", res.Name)
+	}
+
+	files := fleet()
+	delete(files, "apps/staging/settings.yaml") // apps/staging no longer exists
+	repo = load(t, writeTree(t, files))
+	_, err = repo.Render(t.Context(), mustTarget(t, repo, "staging/apps"))
+	wantError(t, err, `target "staging/apps"`, "apps/staging")
+}
+
 // Clusters are the trees that sync Kustomizations point at, wherever they
 // are, and otherwise the folders under clusters/.
 func TestDiscoverClusterRoots(t *testing.T) {
@@ -217,6 +237,37 @@ func TestDiscoverFileScanFallback(t *testing.T) {
 	}
 }
 
+// A Kustomization in a file no root reaches is a target even when a
+// reached Kustomization has the same namespace and name.
+func TestDiscoverFileScanFallbackSameName(t *testing.T) {
+	t.Parallel()
+	repo := load(t, writeTree(t, map[string]string{
+		"clusters/staging/apps.yaml": fluxKustomization("apps", "apps", ""),
+		"other/apps.yaml":            fluxKustomization("apps", "other", ""),
+	}))
+	want := []target{
+		{Name: "apps", Namespace: "flux-system", Path: "other", Origin: "other/apps.yaml:1", Root: "."},
+		{Name: "staging/apps", Cluster: "staging", Namespace: "flux-system", Path: "apps", Origin: "clusters/staging/apps.yaml:1", Root: "."},
+	}
+	if diff := cmp.Diff(want, targets(t, repo), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+}
+
+// YAML that is not an object (a list, a scalar) is not a Flux object,
+// even when it mentions a Flux API group.
+func TestDiscoverIgnoresYAMLThatIsNotAnObject(t *testing.T) {
+	t.Parallel()
+	repo := load(t, writeTree(t, map[string]string{
+		"docs/links.yaml":            "# see https://toolkit.fluxcd.io\n- getting-started\n- guides\n",
+		"docs/word.yaml":             "toolkit.fluxcd.io\n",
+		"clusters/staging/apps.yaml": fluxKustomization("apps", "apps", ""),
+	}))
+	if diff := cmp.Diff([]string{"apps"}, targetNames(repo.Targets)); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+}
+
 // A Flux file that does not parse fails discovery, naming file and line.
 func TestDiscoverInvalidFluxYAML(t *testing.T) {
 	t.Parallel()
@@ -253,19 +304,24 @@ func TestDiscoverDependsOn(t *testing.T) {
 	files["clusters/staging/monitoring.yaml"] = fluxKustomization("monitoring", "monitoring",
 		"  dependsOn:\n    - name: infra\n      namespace: flux-system\n    - name: apps\n")
 	repo := load(t, writeTree(t, files))
-	got := map[string][]string{}
-	for _, tg := range repo.Targets {
-		got[tg.Name] = tg.DependsOn
+	type deps struct {
+		Name      string
+		DependsOn []string
 	}
-	want := map[string][]string{
-		"production/infra": nil,
-		"production/apps":  {"production/infra"},
-		"staging/infra":    nil,
-		"staging/apps":     {"staging/infra"},
-		"monitoring":       {"staging/apps", "staging/infra"},
+	var got []deps
+	for _, tg := range repo.Targets {
+		got = append(got, deps{tg.Name, tg.DependsOn})
+	}
+	// Dependencies first; otherwise the smallest name that is ready.
+	want := []deps{
+		{"production/infra", nil},
+		{"production/apps", []string{"production/infra"}},
+		{"staging/infra", nil},
+		{"staging/apps", []string{"staging/infra"}},
+		{"monitoring", []string{"staging/apps", "staging/infra"}},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("targets and their dependencies (-want +got):\n%s", diff)
+		t.Errorf("targets and their dependencies, in order (-want +got):\n%s", diff)
 	}
 	assertDependencyOrder(t, repo)
 
@@ -573,6 +629,30 @@ data:
 				"clusters/staging/apps.yaml": apps("      - kind: ConfigMap\n        name: cluster-vars\n"),
 			},
 			want: map[string]string{"region": "ap-south-1", "env": "staging"},
+		},
+		{
+			// apps is rendered during discovery before vars is found
+			// (inside infra); the ConfigMap is still found afterwards.
+			name: "ConfigMap a target found later, inside another, renders",
+			files: map[string]string{
+				"clusters/staging/infra.yaml": fluxKustomization("infra", "infra", ""),
+				"infra/vars.yaml":             fluxKustomization("vars", "vars", ""),
+				"vars/cm.yaml":                configMap("flux-system", "cluster-vars", "region", "sa-east-1"),
+				"clusters/staging/apps.yaml":  apps("      - kind: ConfigMap\n        name: cluster-vars\n"),
+			},
+			want: map[string]string{"region": "sa-east-1", "env": "staging"},
+		},
+		{
+			// The same with optional: true: discovery's render succeeds
+			// without the ConfigMap, and must not be what Render returns.
+			name: "optional ConfigMap a target found later renders",
+			files: map[string]string{
+				"clusters/staging/infra.yaml": fluxKustomization("infra", "infra", ""),
+				"infra/vars.yaml":             fluxKustomization("vars", "vars", ""),
+				"vars/cm.yaml":                configMap("flux-system", "cluster-vars", "region", "sa-east-1"),
+				"clusters/staging/apps.yaml":  apps("      - kind: ConfigMap\n        name: cluster-vars\n        optional: true\n"),
+			},
+			want: map[string]string{"region": "sa-east-1", "env": "staging"},
 		},
 		{
 			name: "missing ConfigMap",

@@ -139,6 +139,18 @@ func ParseFile(data []byte) (*File, error) {
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %s", FileName, yamlMessage(err))
 	}
+	// One document only: a second one would be silently ignored.
+	var extra yamlv3.Node
+	if err := dec.Decode(&extra); err == nil && !(extra.Kind == yamlv3.DocumentNode && len(extra.Content) == 0) {
+		return nil, fmt.Errorf("%s: line %d: a second YAML document; ferry.yaml is one document", FileName, extra.Line)
+	} else if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %s", FileName, yamlMessage(err))
+	}
+	for name, p := range f.Sources {
+		if strings.TrimSpace(p) == "" {
+			return nil, fmt.Errorf("%s: sources: %q has no path", FileName, name)
+		}
+	}
 	seen := map[string]bool{}
 	for i, t := range f.Targets {
 		switch {

@@ -86,6 +86,14 @@ clusters:
 			},
 		},
 		{
+			name: "YAML 1.2: no, on and 010 stay strings",
+			yaml: "clusters:\n  no:\n    context: oslo\ntargets:\n  - {name: on, path: 010, cluster: no}\n",
+			want: &config.File{
+				Clusters: map[string]config.ClusterConfig{"no": {Context: "oslo"}},
+				Targets:  []config.TargetConfig{{Name: "on", Path: "010", Cluster: "no"}},
+			},
+		},
+		{
 			name: "Flux spec fields",
 			yaml: `
 targets:
@@ -145,9 +153,24 @@ func TestParseFileErrors(t *testing.T) {
 			want: []string{"ferry.yaml", `"target"`},
 		},
 		{
-			name: "typo in a target field",
-			yaml: "targets: [{name: stage, pth: apps/stage}]\n",
-			want: []string{"ferry.yaml", `"pth"`},
+			name: "typo in a target field, with its line",
+			yaml: "targets:\n  - name: stage\n    pth: apps/stage\n",
+			want: []string{"ferry.yaml", "line 3", `unknown field "pth"`},
+		},
+		{
+			name: "key in the wrong case",
+			yaml: "Targets: [{name: stage, path: apps/stage}]\n",
+			want: []string{"ferry.yaml", `"Targets"`},
+		},
+		{
+			name: "dependsOn in the wrong case",
+			yaml: "targets:\n  - {name: a, path: x, dependson: [b]}\n  - {name: b, path: web}\n",
+			want: []string{"ferry.yaml", `"dependson"`},
+		},
+		{
+			name: "a key that differs from another only in case is not silently dropped",
+			yaml: "targets: [{name: a, path: x, prune: true, Prune: false}]\n",
+			want: []string{"ferry.yaml", `"Prune"`},
 		},
 		{
 			name: "unknown field in a cluster",

@@ -28,12 +28,20 @@ func writeTree(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-// load loads a repository and fails the test on error.
+// load loads a repository and fails the test on error or when two
+// targets have the same name.
 func load(t *testing.T, dir string) *config.Repo {
 	t.Helper()
 	repo, err := config.Load(t.Context(), dir, render.Options{})
 	if err != nil {
 		t.Fatalf("Load: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, tg := range repo.Targets {
+		if seen[tg.Name] {
+			t.Errorf("two targets are named %q", tg.Name)
+		}
+		seen[tg.Name] = true
 	}
 	return repo
 }

@@ -110,6 +110,12 @@ func TestLoadOrdersByDependsOn(t *testing.T) {
 			want:    []string{"a", "b", "c", "d"},
 		},
 		{
+			// b and z are both ready first; b is the smaller name.
+			name:    "a target free to go is not held behind an unrelated dependency",
+			targets: "{name: a, path: x, dependsOn: [z]}\n{name: b, path: x}\n{name: z, path: x}",
+			want:    []string{"b", "z", "a"},
+		},
+		{
 			name:    "dependsOn with a namespace",
 			targets: "{name: app, path: x, dependsOn: [{name: db, namespace: data}]}\n{name: db, namespace: data, path: x}",
 			want:    []string{"db", "app"},

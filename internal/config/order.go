@@ -66,6 +66,9 @@ func cycleError(targets []*Target, byName map[string]*Target, pending map[string
 			start = t
 		}
 	}
+	if start == nil {
+		return fmt.Errorf("dependsOn: the targets could not be ordered")
+	}
 	// Walk unsorted dependencies until a target repeats.
 	seen := map[string]int{}
 	var path []string
@@ -82,6 +85,9 @@ func cycleError(targets []*Target, byName map[string]*Target, pending map[string
 				next = byName[d]
 				break
 			}
+		}
+		if next == nil {
+			return fmt.Errorf("dependsOn: target %q could not be ordered (%s)", t.Name, t.Origin)
 		}
 		t = next
 	}

@@ -270,9 +270,14 @@ func (r *Repo) Select(names []string) ([]*Target, error) {
 
 // Target finds one target by name.
 func (r *Repo) Target(name string) (*Target, error) {
+	for _, t := range r.Targets {
+		if t.Name == name {
+			return t, nil // names are unique
+		}
+	}
 	var found []*Target
 	for _, t := range r.Targets {
-		if t.Name == name || t.Cluster+"/"+bareName(t.Name) == name {
+		if t.Cluster+"/"+bareName(t.Name) == name {
 			found = append(found, t)
 		}
 	}

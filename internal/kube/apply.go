@@ -174,7 +174,7 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 		}
 	}
 	if applyErr == nil && opts.Prune {
-		applyErr = c.prune(ctx, prune, cs)
+		applyErr = c.prune(ctx, prune, cs, opts.Concurrency)
 	}
 	cs.Changes = append(cs.Changes, pruneChanges(nil, kept, opts)...)
 	if !opts.Prune {
@@ -449,11 +449,20 @@ func describe(id manifest.ID, err error) error {
 			}
 		}
 		if len(fields) > 0 {
-			return fmt.Errorf("%s: field conflict: %s (pass --force-conflicts to take these fields)", id, strings.Join(fields, "; "))
+			return &wrapped{msg: fmt.Sprintf("%s: field conflict: %s (pass --force-conflicts to take these fields)", id, strings.Join(fields, "; ")), err: err}
 		}
 	}
 	return fmt.Errorf("%s: %w", id, err)
 }
+
+// wrapped rewords an error and keeps it for errors.As.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.err }
 
 // each runs fn over objs with at most n in flight and returns what failed.
 // An error that is not the API server's answer (the connection broke, the

@@ -597,3 +597,32 @@ func TestDryRunWritesNothing(t *testing.T) {
 		t.Errorf("dry run wrote (-before +after):\n%s", diff)
 	}
 }
+
+// An API error about one object (a conflict, a rejection) must not stop the
+// others: only a broken connection does. Every failing object is reported.
+func TestEveryRejectedObjectIsReported(t *testing.T) {
+	f := newFixture(t)
+	opts := f.opts()
+	opts.Concurrency = 1
+	f.apply(f.objects(deploymentYAML), opts)
+	_, err := f.cs.AppsV1().Deployments(f.ns).Patch(context.Background(), "web", types.ApplyPatchType,
+		[]byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":7}}`),
+		metav1.PatchOptions{FieldManager: "other", Force: ptr(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The conflicting Deployment sorts before the invalid Service.
+	_, err = f.client.Apply(context.Background(), f.objects(strings.Replace(deploymentYAML, "replicas: 2", "replicas: 3", 1),
+		strings.Replace(serviceYAML, "port: 80", "port: eighty", 1)), opts)
+	if err == nil {
+		t.Fatal("apply succeeded")
+	}
+	for _, want := range []string{"Deployment.apps/" + f.ns + "/web: field conflict", "Service/" + f.ns + "/web"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "stopped answering") {
+		t.Errorf("an API answer was taken for a broken connection:\n%v", err)
+	}
+}

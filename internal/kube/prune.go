@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -120,39 +121,44 @@ func pruneChanges(prune, kept []*unstructured.Unstructured, opts ApplyOptions) [
 	return out
 }
 
-// prune deletes objects in reverse wave order: namespaced objects first,
-// CRDs last.
-func (c *Client) prune(ctx context.Context, objs []*unstructured.Unstructured, cs *ChangeSet) error {
-	sorted := append([]*unstructured.Unstructured(nil), objs...)
-	manifest.Sort(sorted)
-	var errs []error
+// prune deletes objects in reverse wave order (namespaced objects first,
+// CRDs last), concurrently within a wave; a wave that fails stops the
+// waves after it.
+func (c *Client) prune(ctx context.Context, objs []*unstructured.Unstructured, cs *ChangeSet, concurrency int) error {
 	policy := metav1.DeletePropagationBackground
+	var mu sync.Mutex
 	for wave := 3; wave >= 0; wave-- {
-		for _, u := range sorted {
+		var batch []*object
+		var errs []error
+		for _, u := range objs {
 			if manifest.Wave(u) != wave {
 				continue
 			}
+			o := &object{u: u, id: manifest.IDOf(u), wave: wave}
 			gvk := u.GroupVersionKind()
 			m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", manifest.IDOf(u), err))
+				errs = append(errs, fmt.Errorf("pruning %s: %w", o.id, err))
 				continue
 			}
-			r := c.dynamic.Resource(m.Resource)
-			var ri interface {
-				Delete(context.Context, string, metav1.DeleteOptions, ...string) error
-			} = r
-			if m.Scope.Name() == meta.RESTScopeNameNamespace {
-				ri = r.Namespace(u.GetNamespace())
-			}
-			uid := u.GetUID()
-			err = ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+			o.mapping = m
+			batch = append(batch, o)
+		}
+		sort.Slice(batch, func(i, j int) bool { return manifest.Less(batch[i].id, batch[j].id) })
+		err := c.each(ctx, batch, concurrency, func(ctx context.Context, o *object) error {
+			uid := o.u.GetUID()
+			err := c.resource(o).Delete(ctx, o.u.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
 			if err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("pruning %s: %w", manifest.IDOf(u), err))
-				continue
+				return fmt.Errorf("pruning %s: %w", o.id, err)
 			}
-			cs.Changes = append(cs.Changes, Change{Object: manifest.IDOf(u), Action: Pruned})
+			mu.Lock()
+			cs.Changes = append(cs.Changes, Change{Object: o.id, Action: Pruned})
+			mu.Unlock()
+			return nil
+		})
+		if err := errors.Join(append(errs, err)...); err != nil {
+			return err
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
