@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -114,18 +113,9 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 		return err
 	}
 	// Invariant 1: everything renders before anything is sent.
-	results := map[*config.Target]*render.Result{}
-	var errs []error
-	for _, t := range targets {
-		res, err := repo.Render(ctx, t)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		results[t] = res
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("nothing was applied: %w", errors.Join(errs...))
+	results, err := repo.RenderAll(ctx, targets)
+	if err != nil {
+		return fmt.Errorf("nothing was applied: %w", err)
 	}
 
 	revision, isAncestor := o.revision, (func(a, b string) (bool, error))(nil)
@@ -141,7 +131,7 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 
 	var sets []*kube.ChangeSet
 	var applyErr error
-	for _, t := range targets {
+	for i, t := range targets {
 		client, err := o.client(e, t)
 		if err != nil {
 			applyErr = fmt.Errorf("target %q: %w", t.Name, err)
@@ -152,7 +142,7 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 		opts.Revision = revision
 		opts.IsAncestor = isAncestor
 		opts.Prune = opts.Prune || t.Prune
-		cs, err := client.Apply(ctx, results[t].Set.Objects, opts)
+		cs, err := client.Apply(ctx, results[i].Set.Objects, opts)
 		if cs != nil {
 			sets = append(sets, cs)
 		}

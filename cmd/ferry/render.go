@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -121,18 +120,9 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 	if err != nil {
 		return err
 	}
-	var results []*render.Result
-	var errs []error
-	for _, t := range targets {
-		res, err := repo.Render(ctx, t)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		results = append(results, res)
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	results, err := repo.RenderAll(ctx, targets)
+	if err != nil {
+		return err
 	}
 	for _, res := range results {
 		for _, id := range res.Omitted {

@@ -211,6 +211,22 @@ func (r *Repo) Render(ctx context.Context, t *Target) (*render.Result, error) {
 	return res, nil
 }
 
+// RenderAll renders every given target, in order, and reports every
+// failure at once: callers print or apply nothing unless all succeed.
+func (r *Repo) RenderAll(ctx context.Context, targets []*Target) ([]*render.Result, error) {
+	results := make([]*render.Result, 0, len(targets))
+	var errs []error
+	for _, t := range targets {
+		res, err := r.Render(ctx, t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		results = append(results, res)
+	}
+	return results, errors.Join(errs...)
+}
+
 // lookup finds a ConfigMap or Secret for substituteFrom among what the
 // target's cluster renders: its root first, then its other targets.
 func (r *Repo) lookup(ctx context.Context, from *Target, kind, namespace, name string) *unstructured.Unstructured {
