@@ -27,7 +27,9 @@ if [ -z "$kubeconfig" ]; then
   step "no KUBECONFIG: starting a local control plane (the first run builds it, which takes minutes)"
   hack/controlplane.sh >/dev/null
   kubeconfig=$work/kubeconfig
-  go run ./hack/devcluster "$kubeconfig" &
+  # Built, then run directly: killing `go run` would leave its child running.
+  go build -o "$work/devcluster" ./hack/devcluster
+  "$work/devcluster" "$kubeconfig" &
   pid=$!
   for _ in $(seq 1 120); do [ -s "$kubeconfig" ] && break; sleep 0.5; done
   [ -s "$kubeconfig" ] || { echo "the local control plane did not start" >&2; exit 2; }
