@@ -316,35 +316,30 @@ func syntheticKustomization(name, p string) *unstructured.Unstructured {
 }
 
 // nameTargets gives each target its bare name when that is unique, and
-// <cluster>/<name> otherwise.
+// <cluster>/<name> otherwise; names that still collide (same cluster,
+// another namespace) take the full [<cluster>/]<namespace>/<name>. A
+// shorter name may equal another's full one by chance, hence the last pass.
 func (r *Repo) nameTargets() {
+	renameCollisions(r.Targets, func(t *Target) string {
+		if t.Cluster == "" {
+			return t.Name
+		}
+		return t.Cluster + "/" + t.Name
+	})
+	renameCollisions(r.Targets, fullName)
+	renameCollisions(r.Targets, fullName)
+}
+
+// renameCollisions renames, with name, every target whose name another
+// target shares.
+func renameCollisions(targets []*Target, name func(*Target) string) {
 	count := map[string]int{}
-	for _, t := range r.Targets {
+	for _, t := range targets {
 		count[t.Name]++
 	}
-	for _, t := range r.Targets {
-		if count[t.Name] > 1 && t.Cluster != "" {
-			t.Name = t.Cluster + "/" + t.Name
-		}
-	}
-	count = map[string]int{}
-	for _, t := range r.Targets {
-		count[t.Name]++
-	}
-	for _, t := range r.Targets {
+	for _, t := range targets {
 		if count[t.Name] > 1 {
-			t.Name = fullName(t)
-		}
-	}
-	// The full cluster/namespace/name is unique, but a shorter name given
-	// above may equal it by chance: fall back to the full form for both.
-	count = map[string]int{}
-	for _, t := range r.Targets {
-		count[t.Name]++
-	}
-	for _, t := range r.Targets {
-		if count[t.Name] > 1 {
-			t.Name = fullName(t)
+			t.Name = name(t)
 		}
 	}
 }

@@ -230,12 +230,10 @@ func relativize(err error, root string) error {
 	}
 	msg := err.Error()
 	out := msg
-	for _, r := range []string{abs} {
-		if ev, e := filepath.EvalSymlinks(r); e == nil && ev != r {
-			out = strings.ReplaceAll(out, ev+string(filepath.Separator), "")
-		}
-		out = strings.ReplaceAll(out, r+string(filepath.Separator), "")
+	if ev, e := filepath.EvalSymlinks(abs); e == nil && ev != abs {
+		out = strings.ReplaceAll(out, ev+string(filepath.Separator), "")
 	}
+	out = strings.ReplaceAll(out, abs+string(filepath.Separator), "")
 	if out == msg {
 		return err
 	}
