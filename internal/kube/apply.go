@@ -211,10 +211,9 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 // reachable fails fast, with the server's address, when the API server
 // cannot be reached.
 func (c *Client) reachable(ctx context.Context) error {
-	if _, err := c.clientset.Discovery().ServerVersion(); err != nil {
+	if err := c.clientset.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.Host, err)
 	}
-	_ = ctx
 	return nil
 }
 
