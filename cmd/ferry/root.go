@@ -80,6 +80,6 @@ where asked to fail on them, 2 any error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRenderCmd(e), newApplyCmd(e), newVersionCmd(e))
+	root.AddCommand(newRenderCmd(e), newApplyCmd(e), newDiffCmd(e), newPlanCmd(e), newVersionCmd(e))
 	return root
 }

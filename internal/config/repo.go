@@ -338,3 +338,13 @@ func bareName(n string) string {
 	}
 	return n
 }
+
+// Inputs is what the target's render may read, found without rendering.
+// A target that substitutes from other objects (postBuild.substituteFrom)
+// may depend on anything its cluster renders, so its inputs are unbounded.
+func (r *Repo) Inputs(t *Target) render.Watch {
+	if from, _, _ := unstructured.NestedSlice(t.Kustomization.Object, "spec", "postBuild", "substituteFrom"); len(from) > 0 {
+		return render.Watch{Unknown: true}
+	}
+	return render.Inputs(r.spec(t))
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ferry-ci/ferry/internal/diff"
+	"github.com/ferry-ci/ferry/internal/render"
+)
+
+type diffOptions struct {
+	repo             string
+	base, head       string
+	format           string
+	exitCode         bool
+	noDecrypt        bool
+	allowRemoteBases bool
+	reportFile       string
+	color            string
+	comment          bool
+	forge            string
+	pr               int
+	maxComments      int
+}
+
+func newDiffCmd(e *env) *cobra.Command {
+	o := &diffOptions{}
+	cmd := &cobra.Command{
+		Use:   "diff --base REF [--head REF] [TARGET...]",
+		Short: "Diff the rendered manifests of two revisions, object by object",
+		Long: `Diff reads two revisions straight from the Git object database (the work
+tree is not touched), finds the targets the change affects (a file their
+render reads changed, or their definition did), renders those at both
+revisions and compares them object by object: added, removed (pruned on
+merge when the target prunes), changed, unchanged.
+
+Secrets are compared key by key: the report names the keys added, removed
+or changed, never a value. Without an age key (SOPS_AGE_KEY or
+SOPS_AGE_KEY_FILE; a fork's pull request gets none) encrypted Secrets are
+not decrypted and the report names the keys whose ciphertext changed, as
+far as the SOPS metadata shows.
+
+With --comment the markdown report is kept in one comment on the pull
+request (created once, then edited; split over numbered comments when it
+exceeds the forge's limit). Inside Actions the full report also goes to
+the step summary.
+
+Exit status: 0 no differences (or differences without --exit-code),
+1 differences with --exit-code, 2 any error, including a target that fails
+to render at either revision (the other targets are still reported).`,
+		Example: `  # what a pull request changes, in the terminal
+  ferry diff --base origin/main
+
+  # the markdown a pull-request comment shows
+  ferry diff --base main --head feature --format markdown
+
+  # fail a job when anything differs
+  ferry diff --base "$BASE_SHA" --head "$HEAD_SHA" --exit-code`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDiff(cmd, e, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.repo, "repo", ".", "repository root (may be a folder inside the Git work tree)")
+	f.StringVar(&o.base, "base", "", "base revision: a commit, branch or tag (default: the pull request's base in Actions)")
+	f.StringVar(&o.head, "head", "", "head revision (default: the pull request's head in Actions, else HEAD)")
+	f.StringVar(&o.format, "format", "text", "report format: text, json or markdown")
+	f.BoolVar(&o.exitCode, "exit-code", false, "exit 1 when there are differences")
+	f.BoolVar(&o.noDecrypt, "no-decrypt", false, "compare encrypted Secrets by their SOPS metadata only (automatic without an age key)")
+	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
+	f.StringVar(&o.reportFile, "report-file", "", "also write the full markdown report to `FILE` (for an artifact)")
+	f.StringVar(&o.color, "color", "auto", "color the text report: auto, always or never")
+	f.BoolVar(&o.comment, "comment", false, "keep the markdown report in one comment on the pull request")
+	f.StringVar(&o.forge, "forge", "", "forge API: github or gitea (default: from the Actions environment)")
+	f.IntVar(&o.pr, "pr", 0, "pull request number for --comment (default: from the Actions event)")
+	f.IntVar(&o.maxComments, "max-comments", 10, "most comments one report may span before it is truncated")
+	return cmd
+}
+
+// hasAgeKey reports whether an age identity was given at all.
+func (e *env) hasAgeKey() bool {
+	return strings.TrimSpace(e.getenv("SOPS_AGE_KEY")) != "" || e.getenv("SOPS_AGE_KEY_FILE") != ""
+}
+
+func (e *env) renderOptions(noDecrypt, allowRemote bool) (render.Options, error) {
+	opts := render.Options{NoDecrypt: noDecrypt || !e.hasAgeKey(), AllowRemoteBases: allowRemote}
+	if !opts.NoDecrypt {
+		d, err := e.decryptor()
+		if err != nil {
+			return opts, err
+		}
+		opts.Decryptor = d
+	}
+	return opts, nil
+}
+
+func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
+	ctx := cmd.Context()
+	switch o.format {
+	case "text", "json", "markdown":
+	default:
+		return fmt.Errorf("--format %q: want text, json or markdown", o.format)
+	}
+	if err := fillFromEvent(e, &o.base, &o.head, &o.pr); err != nil {
+		return err
+	}
+	if o.base == "" {
+		return fmt.Errorf("--base is required outside a pull_request event")
+	}
+	ropts, err := e.renderOptions(o.noDecrypt, o.allowRemoteBases)
+	if err != nil {
+		return err
+	}
+	report, err := diff.Revisions(ctx, diff.Options{
+		Repo: o.repo, Base: o.base, Head: o.head, Render: ropts, Targets: args, FetchToken: e.token(),
+	})
+	if err != nil {
+		return err
+	}
+	blocks := diff.Markdown(report)
+	markdown := e.masker.Mask(strings.Join(blocks, "\n"))
+	if o.reportFile != "" {
+		if err := os.MkdirAll(filepath.Dir(o.reportFile), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.reportFile, []byte(markdown), 0o644); err != nil {
+			return fmt.Errorf("--report-file: %w", err)
+		}
+	}
+	if err := printDiff(e, o, report, markdown); err != nil {
+		return err
+	}
+	var commentErr error
+	if o.comment {
+		commentErr = postDiffComment(cmd, e, o, blocks)
+	}
+	if err := reportDiffToActions(e, report, markdown, o.reportFile); err != nil {
+		return err
+	}
+	if commentErr != nil {
+		return commentErr
+	}
+	if report.Failed() {
+		var names []string
+		for _, t := range report.Targets {
+			if t.Error != "" {
+				names = append(names, fmt.Sprintf("%s (at %s)", t.Name, t.Side))
+			}
+		}
+		return fmt.Errorf("targets failed to render: %s", strings.Join(names, ", "))
+	}
+	if o.exitCode && report.Changed() {
+		return &exitCodeError{code: exitDifferences}
+	}
+	return nil
+}
+
+func printDiff(e *env, o *diffOptions, r *diff.Report, markdown string) error {
+	switch o.format {
+	case "json":
+		var b strings.Builder
+		if err := diff.JSON(&b, r); err != nil {
+			return err
+		}
+		_, err := fmt.Fprint(e.stdout, e.masker.Mask(b.String()))
+		return err
+	case "markdown":
+		_, err := fmt.Fprintln(e.stdout, markdown)
+		return err
+	}
+	color := o.color == "always" || o.color == "auto" && isTerminal(e.stdout) && e.getenv("NO_COLOR") == ""
+	var b strings.Builder
+	if err := diff.Text(&b, r, color); err != nil {
+		return err
+	}
+	_, err := fmt.Fprint(e.stdout, e.masker.Mask(b.String()))
+	return err
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// token is the forge token: FERRY_TOKEN, else GITHUB_TOKEN, else GITEA_TOKEN.
+func (e *env) token() string {
+	for _, k := range []string{"FERRY_TOKEN", "GITHUB_TOKEN", "GITEA_TOKEN"} {
+		if v := e.getenv(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// plannedTarget is one entry of `ferry plan`'s JSON, ready for a matrix.
+type plannedTarget struct {
+	Name    string `json:"target"`
+	Cluster string `json:"cluster,omitempty"`
+	Why     string `json:"why"`
+}
+
+func marshalPlan(p *diff.Plan) ([]byte, error) {
+	out := struct {
+		Base    string          `json:"base"`
+		Head    string          `json:"head"`
+		Include []plannedTarget `json:"include"`
+	}{Base: p.Base, Head: p.Head, Include: []plannedTarget{}}
+	for _, a := range p.Affected {
+		out.Include = append(out.Include, plannedTarget{a.Name, a.Cluster, a.Why})
+	}
+	return json.Marshal(out)
+}

@@ -1,0 +1,367 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/ferry-ci/ferry/internal/secrets"
+	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
+)
+
+// exampleRecipient is the public half of examples/age-test-key.txt.
+const exampleRecipient = "age15cx5zv5kx8m0l760pzg644gjzl36aux7pv5433sjjtzwy8weyq4s9jempy"
+
+// prRepo is a copy of an example committed into a fresh Git repository:
+// the base commit, then the pull request's commits.
+type prRepo struct {
+	dir  string
+	repo *git.Repository
+	wt   *git.Worktree
+	n    int
+}
+
+func newPRRepo(t *testing.T, example string, setup func(p *prRepo)) (*prRepo, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), example)
+	copyDir(t, filepath.Join("..", "..", "examples", example), dir)
+	r, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &prRepo{dir: dir, repo: r, wt: wt}
+	if setup != nil {
+		setup(p)
+	}
+	return p, p.commit(t, "base")
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(path string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		if fi.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (p *prRepo) write(t *testing.T, rel, content string) {
+	t.Helper()
+	path := filepath.Join(p.dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (p *prRepo) read(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(p.dir, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// replace rewrites one occurrence of old in a file, failing when absent.
+func (p *prRepo) replace(t *testing.T, rel, old, new string) {
+	t.Helper()
+	s := p.read(t, rel)
+	if !strings.Contains(s, old) {
+		t.Fatalf("%s does not contain %q", rel, old)
+	}
+	p.write(t, rel, strings.Replace(s, old, new, 1))
+}
+
+func (p *prRepo) remove(t *testing.T, rel string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(p.dir, filepath.FromSlash(rel))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// commit commits everything with a fixed author and clock, so the hashes
+// (and the reports naming them) are the same on every run.
+func (p *prRepo) commit(t *testing.T, msg string) string {
+	t.Helper()
+	if err := p.wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	p.n++
+	when := time.Date(2026, 1, 1, 0, p.n, 0, 0, time.UTC)
+	h, err := p.wt.Commit(msg, &git.CommitOptions{All: true, Author: &object.Signature{Name: "ferry test", Email: "test@ferry.invalid", When: when}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.String()
+}
+
+// exampleKeyText is the examples' throwaway age identity.
+func exampleKeyText(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "age-test-key.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// rotate decrypts an encrypted file of the repository with the example
+// key, replaces one value and encrypts it again for the example recipient.
+// It returns the old and new plaintext values.
+func (p *prRepo) rotate(t *testing.T, rel, key, newValue string) (string, string) {
+	t.Helper()
+	ids, err := secrets.ParseIdentities(exampleKeyText(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := secrets.NewDecryptor(ids).Decrypt(rel, []byte(p.read(t, rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old string
+	var out []string
+	for _, l := range strings.Split(string(plain), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), key+":") {
+			i := strings.Index(l, key+":")
+			old = strings.TrimSpace(l[i+len(key)+1:])
+			l = l[:i] + key + ": " + newValue
+		}
+		out = append(out, l)
+	}
+	if old == "" {
+		t.Fatalf("%s has no key %q", rel, key)
+	}
+	p.write(t, rel, string(secretstest.Encrypt(t, rel, []byte(strings.Join(out, "\n")), "^(data|stringData)$", exampleRecipient)))
+	return old, newValue
+}
+
+// scenario is a pull request on an example.
+type scenario struct {
+	name    string
+	example string
+	setup   func(t *testing.T, p *prRepo) // before the base commit
+	change  func(t *testing.T, p *prRepo) // the pull request
+	noKey   bool
+	// secrets are plaintext values no output may contain.
+	secrets func() []string
+}
+
+func diffScenarios() []scenario {
+	var oldToken, newToken string
+	return []scenario{
+		{
+			name: "image-tag", example: "fleet",
+			change: func(t *testing.T, p *prRepo) {
+				p.write(t, "apps/staging/kustomization.yaml", p.read(t, "apps/staging/kustomization.yaml")+
+					"images:\n  - name: ghcr.io/stefanprodan/podinfo\n    newTag: 6.7.1\n")
+			},
+		},
+		{
+			name: "shared-base", example: "single-app",
+			change: func(t *testing.T, p *prRepo) {
+				p.replace(t, "shop/base/deployment.yaml", "image: registry.example.com/shop/web:2.4.0", "image: registry.example.com/shop/web:2.5.0")
+			},
+		},
+		{
+			name: "add-remove", example: "single-app",
+			setup: func(t *testing.T, p *prRepo) {
+				p.replace(t, "ferry.yaml", "path: shop/overlays/staging", "path: shop/overlays/staging\n    prune: true")
+			},
+			change: func(t *testing.T, p *prRepo) {
+				p.write(t, "shop/overlays/staging/feature-flags.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: feature-flags\ndata:\n  checkout: v2\n")
+				p.replace(t, "shop/overlays/staging/kustomization.yaml", "  - namespace.yaml\n", "  - feature-flags.yaml\n")
+			},
+		},
+		{
+			name: "rotate-secret", example: "single-app",
+			change: func(t *testing.T, p *prRepo) {
+				oldToken, newToken = p.rotate(t, "shop/overlays/production/api-token-secret.yaml", "token", "rotated-token-value-7f3c9")
+			},
+			secrets: func() []string { return []string{oldToken, newToken} },
+		},
+		{
+			name: "rotate-secret-no-key", example: "single-app", noKey: true,
+			change: func(t *testing.T, p *prRepo) {
+				oldToken, newToken = p.rotate(t, "shop/overlays/production/api-token-secret.yaml", "token", "rotated-token-value-5d1e2")
+			},
+			secrets: func() []string { return []string{oldToken, newToken} },
+		},
+		{
+			name: "no-render-change", example: "single-app",
+			change: func(t *testing.T, p *prRepo) {
+				p.write(t, "shop/base/service.yaml", "# the shop's web service\n"+p.read(t, "shop/base/service.yaml"))
+				p.write(t, "README.md", "notes\n")
+			},
+		},
+	}
+}
+
+// TestDiffScenarios runs ferry diff over pull requests on the examples and
+// compares the three formats with reviewed golden files.
+func TestDiffScenarios(t *testing.T) {
+	for _, sc := range diffScenarios() {
+		t.Run(sc.name, func(t *testing.T) {
+			p, base := newPRRepo(t, sc.example, func(p *prRepo) {
+				if sc.setup != nil {
+					sc.setup(t, p)
+				}
+			})
+			sc.change(t, p)
+			head := p.commit(t, "pull request")
+			vars := map[string]string{}
+			if !sc.noKey {
+				vars["SOPS_AGE_KEY"] = exampleKeyText(t)
+			}
+			var outputs []string
+			for _, format := range []string{"text", "json", "markdown"} {
+				res := ferry(t, vars, "diff", "--repo", p.dir, "--base", base, "--head", head, "--format", format)
+				if res.code != 0 {
+					t.Fatalf("%s: exit %d, stderr:\n%s", format, res.code, res.stderr)
+				}
+				got := strings.NewReplacer(base, "BASE", head, "HEAD", base[:12], "BASE", head[:12], "HEAD").Replace(res.stdout)
+				golden(t, filepath.Join("diff", sc.name+"."+format+".golden"), []byte(got))
+				outputs = append(outputs, res.stdout, res.stderr)
+			}
+			if sc.secrets != nil {
+				for _, s := range sc.secrets() {
+					for _, out := range outputs {
+						if strings.Contains(out, s) {
+							t.Fatalf("a secret value reached the output")
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDiffExitCodeAndPlan checks --exit-code and that plan lists exactly
+// the targets a change reaches.
+func TestDiffExitCodeAndPlan(t *testing.T) {
+	p, base := newPRRepo(t, "single-app", nil)
+	p.replace(t, "shop/overlays/staging/replicas-patch.yaml", "replicas: ", "replicas: 1")
+	one := p.commit(t, "staging only")
+	p.replace(t, "shop/base/service.yaml", "port: 80", "port: 8080")
+	both := p.commit(t, "shared base")
+	p.write(t, "docs.md", "nothing rendered\n")
+	none := p.commit(t, "docs only")
+
+	plan := func(b, h string) []string {
+		t.Helper()
+		res := ferry(t, nil, "plan", "--repo", p.dir, "--base", b, "--head", h)
+		if res.code != 0 {
+			t.Fatalf("plan: exit %d: %s", res.code, res.stderr)
+		}
+		var out struct {
+			Include []struct {
+				Target string `json:"target"`
+			} `json:"include"`
+		}
+		if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
+			t.Fatalf("plan output is not JSON: %v\n%s", err, res.stdout)
+		}
+		var names []string
+		for _, i := range out.Include {
+			names = append(names, i.Target)
+		}
+		return names
+	}
+	for _, c := range []struct {
+		name       string
+		base, head string
+		want       string
+	}{
+		{"one overlay", base, one, "staging"},
+		{"shared base", one, both, "production,staging"},
+		{"nothing rendered", both, none, ""},
+	} {
+		if got := strings.Join(plan(c.base, c.head), ","); got != c.want {
+			t.Errorf("%s: plan lists %q, want %q", c.name, got, c.want)
+		}
+	}
+
+	if res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", one, "--exit-code"); res.code != 1 {
+		t.Errorf("--exit-code with differences: exit %d, want 1 (stderr %s)", res.code, res.stderr)
+	}
+	if res := ferry(t, nil, "diff", "--repo", p.dir, "--base", both, "--head", none, "--exit-code"); res.code != 0 || !strings.Contains(res.stdout, "no differences") {
+		t.Errorf("--exit-code without differences: exit %d, stdout %q", res.code, res.stdout)
+	}
+}
+
+// TestDiffBadInputs: each exits 2 with an error that says what is wrong.
+func TestDiffBadInputs(t *testing.T) {
+	p, base := newPRRepo(t, "single-app", nil)
+	p.replace(t, "shop/overlays/staging/kustomization.yaml", "  - path: hpa-patch.yaml\n", "  - path: hpa-patch.yaml\n  - path: missing-patch.yaml\n")
+	p.replace(t, "shop/overlays/production/replicas-patch.yaml", "replicas: ", "replicas: 1")
+	head := p.commit(t, "breaks staging")
+
+	t.Run("unknown base", func(t *testing.T) {
+		res := ferry(t, nil, "diff", "--repo", p.dir, "--base", "no-such-branch")
+		if res.code != 2 || !strings.Contains(res.stderr, `"no-such-branch"`) {
+			t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
+		}
+	})
+	t.Run("one side fails to render", func(t *testing.T) {
+		res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", head)
+		if res.code != 2 {
+			t.Fatalf("exit %d, want 2", res.code)
+		}
+		if !strings.Contains(res.stdout, "fails to render at head") || !strings.Contains(res.stdout, "missing-patch.yaml") {
+			t.Errorf("the report does not say which side failed and why:\n%s", res.stdout)
+		}
+		if !strings.Contains(res.stdout, "Deployment.apps/shop-production/shop (changed)") {
+			t.Errorf("the other target was not diffed:\n%s", res.stdout)
+		}
+		if !strings.Contains(res.stderr, "staging (at head)") {
+			t.Errorf("stderr does not name the failed target: %q", res.stderr)
+		}
+	})
+	t.Run("base missing from a shallow clone", func(t *testing.T) {
+		gitBin, err := exec.LookPath("git")
+		if err != nil {
+			t.Fatal("git is needed to make a shallow clone")
+		}
+		shallow := filepath.Join(t.TempDir(), "shallow")
+		out, err := exec.Command(gitBin, "clone", "-q", "--depth", "1", "file://"+p.dir, shallow).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git clone --depth 1: %v\n%s", err, out)
+		}
+		res := ferry(t, nil, "diff", "--repo", shallow, "--base", base)
+		if res.code != 2 || !strings.Contains(res.stderr, "fetch-depth: 0") || !strings.Contains(res.stderr, base) {
+			t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
+		}
+	})
+	t.Run("bad format", func(t *testing.T) {
+		res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--format", "yaml")
+		if res.code != 2 || !strings.Contains(res.stderr, "--format") {
+			t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
+		}
+	})
+}

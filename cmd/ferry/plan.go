@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ferry-ci/ferry/internal/diff"
+)
+
+type planOptions struct {
+	repo             string
+	base, head       string
+	noDecrypt        bool
+	allowRemoteBases bool
+}
+
+func newPlanCmd(e *env) *cobra.Command {
+	o := &planOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan --base REF [--head REF]",
+		Short: "List the targets a change affects, as JSON for a workflow matrix",
+		Long: `Plan prints the targets a change between two revisions affects: those whose
+definition changed or whose render reads a changed file (a change to a
+shared base affects every overlay built on it). Unaffected targets are not
+rendered. The output is one line of JSON whose "include" list feeds a
+workflow matrix:
+
+  {"base":"…","head":"…","include":[{"target":"stage","why":"changed: apps/stage/patch.yaml"}]}
+
+Exit status: 0 listed (possibly none), 2 any error.`,
+		Example: `  # in a workflow step, for strategy.matrix: ${{ fromJSON(steps.plan.outputs.matrix) }}
+  ferry plan --base "$BEFORE" --head "$GITHUB_SHA"`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := fillFromEvent(e, &o.base, &o.head, nil); err != nil {
+				return err
+			}
+			if o.base == "" {
+				return fmt.Errorf("--base is required outside a pull_request or push event")
+			}
+			ropts, err := e.renderOptions(o.noDecrypt, o.allowRemoteBases)
+			if err != nil {
+				return err
+			}
+			p, err := diff.Targets(cmd.Context(), diff.Options{Repo: o.repo, Base: o.base, Head: o.head, Render: ropts, Targets: args, FetchToken: e.token()})
+			if err != nil {
+				return err
+			}
+			b, err := marshalPlan(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(e.stdout, string(b))
+			return reportPlanToActions(e, b)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.repo, "repo", ".", "repository root (may be a folder inside the Git work tree)")
+	f.StringVar(&o.base, "base", "", "base revision (default: from the Actions event)")
+	f.StringVar(&o.head, "head", "", "head revision (default: from the Actions event, else HEAD)")
+	f.BoolVar(&o.noDecrypt, "no-decrypt", false, "do not decrypt SOPS files (automatic without an age key)")
+	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
+	return cmd
+}

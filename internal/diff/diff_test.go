@@ -1,0 +1,160 @@
+package diff
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+func obj(t *testing.T, s string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(s), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestUnified(t *testing.T) {
+	a := "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n"
+	b := "1\n2\nthree\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n"
+	want := "@@ -1,6 +1,6 @@\n 1\n 2\n-3\n+three\n 4\n 5\n 6\n@@ -10,3 +10,4 @@\n 10\n 11\n 12\n+13\n"
+	if d := cmp.Diff(want, Unified(a, b)); d != "" {
+		t.Errorf("(-want +got)\n%s", d)
+	}
+	if got := Unified(a, a); got != "" {
+		t.Errorf("equal texts give %q", got)
+	}
+	if got := Unified("", "x\n"); got != "@@ -0,0 +1 @@\n+x\n" {
+		t.Errorf("added text: %q", got)
+	}
+}
+
+func TestSetsSecretsByKeyOnly(t *testing.T) {
+	base := obj(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: {a: b2xkLXZhbHVl, gone: eA==}\nstringData: {same: keep}\n")
+	head := obj(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\nstringData: {a: new-value, same: keep, fresh: hunter2}\n")
+	objs := Sets(nil, nil, false)
+	if len(objs) != 0 {
+		t.Fatal("empty sets differ")
+	}
+	objs = Sets([]*unstructured.Unstructured{base}, []*unstructured.Unstructured{head}, false)
+	if len(objs) != 1 || objs[0].Action != Changed {
+		t.Fatalf("got %+v", objs)
+	}
+	want := &SecretChange{Added: []string{"fresh"}, Removed: []string{"gone"}, Changed: []string{"a"}}
+	if d := cmp.Diff(want, objs[0].Secret); d != "" {
+		t.Errorf("(-want +got)\n%s", d)
+	}
+	r := &Report{Base: "b", Head: "h", Targets: []Target{{Name: "t", Objects: objs, Counts: count(objs)}}}
+	var text strings.Builder
+	if err := Text(&text, r, false); err != nil {
+		t.Fatal(err)
+	}
+	var js strings.Builder
+	if err := JSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{text.String(), js.String(), strings.Join(Markdown(r), "\n")} {
+		for _, v := range []string{"old-value", "b2xkLXZhbHVl", "new-value", "hunter2", "keep", "eA=="} {
+			if strings.Contains(out, v) {
+				t.Errorf("value %q in output:\n%s", v, out)
+			}
+		}
+		if !strings.Contains(out, "fresh") {
+			t.Errorf("key name missing from output:\n%s", out)
+		}
+	}
+	// Only a value changed: still changed, with no YAML hunk to show.
+	head2 := obj(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: {a: b3RoZXI=, gone: eA==}\nstringData: {same: keep}\n")
+	objs = Sets([]*unstructured.Unstructured{base}, []*unstructured.Unstructured{head2}, false)
+	if objs[0].Action != Changed || objs[0].Diff != "" || strings.Join(objs[0].Secret.Changed, ",") != "a" {
+		t.Errorf("value-only change: %+v %+v", objs[0], objs[0].Secret)
+	}
+}
+
+func TestRenamedGeneratedSecretIsPaired(t *testing.T) {
+	base := obj(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: app-secrets-5h2g8kd9f4, namespace: n}\ndata: {PASSWORD: b2xk}\n")
+	head := obj(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: app-secrets-t7m9c2b6hh, namespace: n}\ndata: {PASSWORD: bmV3}\n")
+	objs := Sets([]*unstructured.Unstructured{base}, []*unstructured.Unstructured{head}, true)
+	if len(objs) != 2 {
+		t.Fatalf("want remove + add, got %+v", objs)
+	}
+	var added Object
+	for _, o := range objs {
+		if o.Action == Added {
+			added = o
+		}
+	}
+	if added.Secret == nil || added.Secret.Of != "app-secrets-5h2g8kd9f4" || strings.Join(added.Secret.Changed, ",") != "PASSWORD" {
+		t.Errorf("added secret not compared with the one it replaces: %+v", added.Secret)
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	dep := func(sel string) *unstructured.Unstructured {
+		return obj(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: n}\nspec: {selector: {matchLabels: {app: "+sel+"}}}\n")
+	}
+	objs := Sets([]*unstructured.Unstructured{dep("a")}, []*unstructured.Unstructured{dep("b")}, false)
+	if len(objs[0].Warnings) != 1 || !strings.Contains(objs[0].Warnings[0], "spec.selector") {
+		t.Errorf("selector change: %v", objs[0].Warnings)
+	}
+	svc := func(ip string) *unstructured.Unstructured {
+		return obj(t, "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: n}\nspec: {clusterIP: "+ip+"}\n")
+	}
+	objs = Sets([]*unstructured.Unstructured{svc("10.0.0.1")}, []*unstructured.Unstructured{svc("10.0.0.2")}, false)
+	if len(objs[0].Warnings) != 1 || !strings.Contains(objs[0].Warnings[0], "spec.clusterIP") {
+		t.Errorf("clusterIP change: %v", objs[0].Warnings)
+	}
+	ns := obj(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: gone}\n")
+	crd := obj(t, "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x.example.com}\n")
+	objs = Sets([]*unstructured.Unstructured{ns, crd}, nil, true)
+	for _, o := range objs {
+		if !o.Pruned || len(o.Warnings) != 1 || !strings.Contains(o.Warnings[0], "deletes") {
+			t.Errorf("%s removal: pruned=%v %v", o.ID, o.Pruned, o.Warnings)
+		}
+	}
+}
+
+// TestMarkdownEscapes: nothing in a manifest can close the code block,
+// the details element, or inject HTML.
+func TestMarkdownEscapes(t *testing.T) {
+	evil := obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: n}\ndata: {a: \"```\\n</details><script>alert(1)</script>\"}\n")
+	plain := obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: n}\n")
+	objs := Sets([]*unstructured.Unstructured{plain}, []*unstructured.Unstructured{evil}, false)
+	r := &Report{Base: "b", Head: "h", Targets: []Target{{Name: "t|<b>", Why: "changed: <img src=x>", Objects: objs, Counts: count(objs)}}, Warnings: []string{"t: <script>x</script>"}}
+	md := strings.Join(Markdown(r), "\n")
+	if strings.Contains(md, "<script>") && !insideFence(md, "<script>") {
+		t.Errorf("unescaped HTML outside a code block:\n%s", md)
+	}
+	if strings.Contains(md, "<img") {
+		t.Errorf("HTML in the table:\n%s", md)
+	}
+	if !strings.Contains(md, "````diff") {
+		t.Errorf("the fence is not longer than the backticks inside:\n%s", md)
+	}
+	if strings.Contains(md, "`t|<b>`") {
+		t.Errorf("a pipe in a target name breaks the table:\n%s", md)
+	}
+}
+
+// insideFence reports whether every occurrence of s is inside a fenced
+// code block.
+func insideFence(md, s string) bool {
+	in := ""
+	for _, l := range strings.Split(md, "\n") {
+		trimmed := strings.TrimLeft(l, "`")
+		ticks := len(l) - len(trimmed)
+		switch {
+		case in == "" && ticks >= 3:
+			in = l[:ticks]
+		case in != "" && ticks >= len(in) && strings.TrimSpace(trimmed) == "":
+			in = ""
+		case in == "" && strings.Contains(l, s):
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,236 @@
+// Package diff compares two renders of a repository object by object and
+// returns a typed Report, with markdown, text and JSON renderers. Secret
+// values never enter a report: Secrets are compared key by key.
+package diff
+
+import (
+	"regexp"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-ci/ferry/internal/manifest"
+)
+
+// Action is what a change does to one object.
+type Action string
+
+const (
+	Added     Action = "added"
+	Removed   Action = "removed"
+	Changed   Action = "changed"
+	Unchanged Action = "unchanged"
+)
+
+// Object is the change to one object.
+type Object struct {
+	ID     manifest.ID `json:"id"`
+	Action Action      `json:"action"`
+	// Pruned is set on a removed object the target prunes: merging
+	// deletes it from the cluster.
+	Pruned bool `json:"pruned,omitempty"`
+	// Diff holds unified hunks of the normalized YAML ("-" base, "+"
+	// head); Secret values are redacted on both sides.
+	Diff string `json:"diff,omitempty"`
+	// Secret lists the keys of a Secret that changed.
+	Secret   *SecretChange `json:"secret,omitempty"`
+	Warnings []string      `json:"warnings,omitempty"`
+}
+
+// SecretChange names the keys of a Secret that were added, removed or
+// changed. It never holds a value.
+type SecretChange struct {
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+	// Encrypted is set when the values could not be compared (no key):
+	// Changed then lists keys whose ciphertext changed.
+	Encrypted bool `json:"encrypted,omitempty"`
+	// Of names the Secret the keys are compared with when the name
+	// changed (a generator's content hash suffix).
+	Of string `json:"of,omitempty"`
+}
+
+// Counts sums a target's objects by action.
+type Counts struct {
+	Added     int `json:"added"`
+	Changed   int `json:"changed"`
+	Removed   int `json:"removed"`
+	Unchanged int `json:"unchanged"`
+}
+
+// Target is the diff of one target.
+type Target struct {
+	Name    string `json:"name"`
+	Cluster string `json:"cluster,omitempty"`
+	Prune   bool   `json:"prune"`
+	// Why says what made the target affected.
+	Why string `json:"why"`
+	// Error is set when the target failed to render on one side (Side).
+	Error   string   `json:"error,omitempty"`
+	Side    string   `json:"side,omitempty"`
+	Counts  Counts   `json:"counts"`
+	Objects []Object `json:"objects,omitempty"`
+	// Encrypted lists encrypted files that changed while no key was
+	// given, with the keys SOPS metadata shows.
+	Encrypted []EncryptedFile `json:"encrypted,omitempty"`
+	// NotCompared lists encrypted Secrets left out for lack of a key.
+	NotCompared []manifest.ID `json:"notCompared,omitempty"`
+}
+
+// EncryptedFile is a SOPS file that changed, compared without a key.
+type EncryptedFile struct {
+	Path    string   `json:"path"`
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+}
+
+// Report is the diff of a repository between two revisions.
+type Report struct {
+	Base    string   `json:"base"`
+	Head    string   `json:"head"`
+	Targets []Target `json:"targets"`
+	// Unaffected counts the targets no change reaches.
+	Unaffected int `json:"unaffected"`
+	// Warnings are report-wide (deletions, immutable fields), each
+	// prefixed with its target and object.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Changed reports whether any object differs or any target failed.
+func (r *Report) Changed() bool {
+	for _, t := range r.Targets {
+		if t.Error != "" || t.Counts.Added+t.Counts.Changed+t.Counts.Removed > 0 || len(t.Encrypted) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Failed reports whether a target failed to render.
+func (r *Report) Failed() bool {
+	for _, t := range r.Targets {
+		if t.Error != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Sets compares the objects of one target at base and head. prune says
+// whether the target prunes (removed objects are then deleted on merge).
+// Objects come out in apply order.
+func Sets(base, head []*unstructured.Unstructured, prune bool) []Object {
+	byID := func(objs []*unstructured.Unstructured) map[manifest.ID]*unstructured.Unstructured {
+		m := make(map[manifest.ID]*unstructured.Unstructured, len(objs))
+		for _, o := range objs {
+			m[manifest.IDOf(o)] = o
+		}
+		return m
+	}
+	b, h := byID(base), byID(head)
+	ids := make([]manifest.ID, 0, len(b)+len(h))
+	for id := range b {
+		ids = append(ids, id)
+	}
+	for id := range h {
+		if _, ok := b[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return manifest.Less(ids[i], ids[j]) })
+
+	var out []Object
+	for _, id := range ids {
+		bo, ho := b[id], h[id]
+		o := Object{ID: id}
+		switch {
+		case bo == nil:
+			o.Action = Added
+			o.Diff = Unified("", text(ho))
+			if isSecret(id) {
+				o.Secret = &SecretChange{Added: secretKeys(ho)}
+			}
+		case ho == nil:
+			o.Action = Removed
+			o.Pruned = prune
+			o.Diff = Unified(text(bo), "")
+			if isSecret(id) {
+				o.Secret = &SecretChange{Removed: secretKeys(bo)}
+			}
+		default:
+			if isSecret(id) {
+				o.Secret = compareSecrets(bo, ho)
+			}
+			o.Diff = Unified(text(bo), text(ho))
+			if o.Diff == "" && (o.Secret == nil || o.Secret.empty()) {
+				o.Action = Unchanged
+			} else {
+				o.Action = Changed
+				o.Warnings = immutable(bo, ho)
+			}
+			if o.Secret != nil && o.Secret.empty() {
+				o.Secret = nil
+			}
+		}
+		o.Warnings = append(o.Warnings, removal(o)...)
+		out = append(out, o)
+	}
+	pairRenamedSecrets(out, b, h)
+	return out
+}
+
+func count(objs []Object) Counts {
+	var c Counts
+	for _, o := range objs {
+		switch o.Action {
+		case Added:
+			c.Added++
+		case Removed:
+			c.Removed++
+		case Changed:
+			c.Changed++
+		case Unchanged:
+			c.Unchanged++
+		}
+	}
+	return c
+}
+
+// hashSuffix is the content hash kustomize's generators append to names.
+var hashSuffix = regexp.MustCompile(`^(.*)-[a-z0-9]{10}$`)
+
+// pairRenamedSecrets compares the keys of a generated Secret whose name
+// changed with its content (the hash suffix) with the one it replaces, so
+// a rotated value reads as a changed key, not only as remove + add.
+func pairRenamedSecrets(objs []Object, base, head map[manifest.ID]*unstructured.Unstructured) {
+	removed := map[manifest.ID]manifest.ID{}
+	for _, o := range objs {
+		if o.Action == Removed && isSecret(o.ID) {
+			if m := hashSuffix.FindStringSubmatch(o.ID.Name); m != nil {
+				k := o.ID
+				k.Name = m[1]
+				removed[k] = o.ID
+			}
+		}
+	}
+	for i, o := range objs {
+		if o.Action != Added || !isSecret(o.ID) {
+			continue
+		}
+		m := hashSuffix.FindStringSubmatch(o.ID.Name)
+		if m == nil {
+			continue
+		}
+		k := o.ID
+		k.Name = m[1]
+		old, ok := removed[k]
+		if !ok {
+			continue
+		}
+		sc := compareSecrets(base[old], head[o.ID])
+		sc.Of = old.Name
+		objs[i].Secret = sc
+	}
+}

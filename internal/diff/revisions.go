@@ -1,0 +1,352 @@
+package diff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/manifest"
+	"github.com/ferry-ci/ferry/internal/gitrepo"
+	"github.com/ferry-ci/ferry/internal/render"
+)
+
+// Options says what to compare.
+type Options struct {
+	// Repo is the repository folder (the root of ferry.yaml or of the Flux
+	// objects); it may be a folder inside a larger Git work tree.
+	Repo string
+	// Base and Head are revisions; Head defaults to HEAD.
+	Base, Head string
+	// Render carries the decryptor. Without identities, encrypted Secrets
+	// are compared by their SOPS metadata only.
+	Render render.Options
+	// FetchToken, when set, lets a shallow clone fetch a missing base.
+	FetchToken string
+	// Targets limits the comparison to these names (all when empty).
+	Targets []string
+}
+
+// Plan is the result of the affected-target analysis.
+type Plan struct {
+	Base, Head string
+	// Changed lists the changed files under the repository folder.
+	Changed []string
+	// Affected lists the targets a change reaches, in dependency order of
+	// the head revision (targets only at base come last).
+	Affected []Affected
+	// Unaffected counts the other targets.
+	Unaffected int
+
+	base, head *config.Repo
+}
+
+// Affected is one target a change reaches, and why.
+type Affected struct {
+	Name    string `json:"name"`
+	Cluster string `json:"cluster,omitempty"`
+	Why     string `json:"why"`
+
+	base, head *config.Target
+}
+
+// revisions is the two sides exported from the object database, removed
+// by cleanup.
+type revisions struct {
+	dir        string
+	base, head string // commit hashes
+	changed    []string
+}
+
+func (r *revisions) cleanup() { os.RemoveAll(r.dir) }
+
+// open resolves the revisions, lists the changed files under the
+// repository folder and exports both trees into a private temporary
+// folder (the work tree is not touched).
+func open(ctx context.Context, opts Options) (*revisions, string, string, error) {
+	g, err := gitrepo.Open(opts.Repo)
+	if err != nil {
+		return nil, "", "", err
+	}
+	top, err := g.Root()
+	if err != nil {
+		return nil, "", "", err
+	}
+	abs, err := filepath.Abs(opts.Repo)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	if r, err := filepath.EvalSymlinks(top); err == nil {
+		top = r
+	}
+	prefix, err := filepath.Rel(top, abs)
+	if err != nil || strings.HasPrefix(prefix, "..") {
+		return nil, "", "", fmt.Errorf("repository %s is outside its Git work tree %s", opts.Repo, top)
+	}
+	prefix = filepath.ToSlash(prefix)
+	if prefix == "." {
+		prefix = ""
+	}
+	resolve := func(side, rev string) (string, error) {
+		h, err := g.Resolve(rev)
+		var missing *gitrepo.MissingCommitError
+		if errors.As(err, &missing) && opts.FetchToken != "" {
+			if ferr := g.Fetch(ctx, rev, opts.FetchToken); ferr != nil {
+				return "", fmt.Errorf("%s revision: %w (and fetching it failed: %v)", side, err, ferr)
+			}
+			h, err = g.Resolve(rev)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s revision: %w", side, err)
+		}
+		return h, nil
+	}
+	head := opts.Head
+	if head == "" {
+		head = "HEAD"
+	}
+	bh, err := resolve("base", opts.Base)
+	if err != nil {
+		return nil, "", "", err
+	}
+	hh, err := resolve("head", head)
+	if err != nil {
+		return nil, "", "", err
+	}
+	all, err := g.Changed(bh, hh)
+	if err != nil {
+		return nil, "", "", err
+	}
+	rv := &revisions{base: bh, head: hh}
+	for _, p := range all {
+		switch {
+		case prefix == "":
+			rv.changed = append(rv.changed, p)
+		case strings.HasPrefix(p, prefix+"/"):
+			rv.changed = append(rv.changed, strings.TrimPrefix(p, prefix+"/"))
+		}
+	}
+	if len(rv.changed) == 0 {
+		return rv, "", "", nil
+	}
+	rv.dir, err = os.MkdirTemp("", "ferry-diff-")
+	if err != nil {
+		return nil, "", "", err
+	}
+	bdir, hdir := filepath.Join(rv.dir, "base"), filepath.Join(rv.dir, "head")
+	if err := g.Export(ctx, bh, prefix, bdir); err != nil {
+		rv.cleanup()
+		return nil, "", "", fmt.Errorf("base revision: %w", err)
+	}
+	if err := g.Export(ctx, hh, prefix, hdir); err != nil {
+		rv.cleanup()
+		return nil, "", "", fmt.Errorf("head revision: %w", err)
+	}
+	return rv, bdir, hdir, nil
+}
+
+// Targets finds the targets a change between two revisions affects: a
+// target is affected when its definition changed or a file its render
+// reads at either side changed. Candidates are found by walking the
+// kustomization files (no render), then confirmed by the files their
+// renders read, so unaffected targets are never rendered.
+func Targets(ctx context.Context, opts Options) (*Plan, error) {
+	p, cleanup, err := plan(ctx, opts)
+	if cleanup != nil {
+		cleanup()
+	}
+	return p, err
+}
+
+func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
+	rv, bdir, hdir, err := open(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &Plan{Base: rv.base, Head: rv.head, Changed: rv.changed}
+	if len(rv.changed) == 0 {
+		return p, nil, nil
+	}
+	cleanup := rv.cleanup
+	if p.base, err = config.Load(ctx, bdir, opts.Render); err != nil {
+		return nil, cleanup, fmt.Errorf("base revision %s: %w", shortHash(rv.base), err)
+	}
+	if p.head, err = config.Load(ctx, hdir, opts.Render); err != nil {
+		return nil, cleanup, fmt.Errorf("head revision %s: %w", shortHash(rv.head), err)
+	}
+	want := map[string]bool{}
+	for _, n := range opts.Targets {
+		want[n] = true
+	}
+	baseByName := map[string]*config.Target{}
+	for _, t := range p.base.Targets {
+		baseByName[t.Name] = t
+	}
+	seen := map[string]bool{}
+	consider := func(name string) bool { return len(want) == 0 || want[name] }
+	for _, ht := range p.head.Targets {
+		seen[ht.Name] = true
+		if !consider(ht.Name) {
+			continue
+		}
+		bt := baseByName[ht.Name]
+		a := Affected{Name: ht.Name, Cluster: ht.Cluster, base: bt, head: ht}
+		switch {
+		case bt == nil:
+			a.Why = "new target"
+		case !sameDefinition(bt, ht):
+			a.Why = "definition changed (" + ht.Origin + ")"
+		default:
+			if !p.head.Inputs(ht).Touches(rv.changed) && !p.base.Inputs(bt).Touches(rv.changed) {
+				p.Unaffected++
+				continue
+			}
+			why, touched := p.confirm(ctx, bt, ht, rv.changed)
+			if !touched {
+				p.Unaffected++
+				continue
+			}
+			a.Why = why
+		}
+		p.Affected = append(p.Affected, a)
+	}
+	for _, bt := range p.base.Targets {
+		if !seen[bt.Name] && consider(bt.Name) {
+			p.Affected = append(p.Affected, Affected{Name: bt.Name, Cluster: bt.Cluster, Why: "target removed", base: bt})
+		}
+	}
+	return p, cleanup, nil
+}
+
+// confirm renders a candidate at both sides and checks the files the
+// renders read against the change. A side that fails to render counts as
+// affected: the report shows the error.
+func (p *Plan) confirm(ctx context.Context, bt, ht *config.Target, changed []string) (string, bool) {
+	bres, berr := p.base.Render(ctx, bt)
+	hres, herr := p.head.Render(ctx, ht)
+	if berr != nil || herr != nil {
+		return "fails to render", true
+	}
+	read := map[string]bool{}
+	for _, f := range bres.Files {
+		read[f] = true
+	}
+	for _, f := range hres.Files {
+		read[f] = true
+	}
+	var hit []string
+	for _, c := range changed {
+		if read[c] {
+			hit = append(hit, c)
+		}
+	}
+	if len(hit) == 0 {
+		return "", false
+	}
+	sort.Strings(hit)
+	why := "changed: " + strings.Join(hit[:min(len(hit), 3)], ", ")
+	if len(hit) > 3 {
+		why += fmt.Sprintf(" and %d more", len(hit)-3)
+	}
+	return why, true
+}
+
+func sameDefinition(a, b *config.Target) bool {
+	return a.Path == b.Path && a.Prune == b.Prune && a.TargetNamespace == b.TargetNamespace &&
+		reflect.DeepEqual(a.Kustomization.Object["spec"], b.Kustomization.Object["spec"]) &&
+		reflect.DeepEqual(a.Kustomization.GetLabels(), b.Kustomization.GetLabels()) &&
+		reflect.DeepEqual(a.Kustomization.GetAnnotations(), b.Kustomization.GetAnnotations())
+}
+
+// Revisions renders the affected targets at both revisions and compares
+// them object by object. A target that fails to render on one side is
+// reported with its error; the others are still compared.
+func Revisions(ctx context.Context, opts Options) (*Report, error) {
+	p, cleanup, err := plan(ctx, opts)
+	if cleanup != nil {
+		defer cleanup()
+	}
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Base: p.Base, Head: p.Head, Unaffected: p.Unaffected, Targets: []Target{}}
+	for _, a := range p.Affected {
+		t := Target{Name: a.Name, Cluster: a.Cluster, Why: a.Why}
+		var base, head *render.Result
+		if a.base != nil {
+			res, err := p.base.Render(ctx, a.base)
+			if err != nil {
+				t.Error, t.Side = err.Error(), "base"
+			}
+			base = res
+			t.Prune = a.base.Prune
+		}
+		if a.head != nil {
+			res, err := p.head.Render(ctx, a.head)
+			if err != nil && t.Error == "" {
+				t.Error, t.Side = err.Error(), "head"
+			} else if err != nil {
+				t.Side = "both"
+			}
+			head = res
+			t.Prune = a.head.Prune
+		}
+		if t.Error == "" {
+			var bo, ho = objects(base), objects(head)
+			t.Objects = Sets(bo, ho, t.Prune && a.head != nil)
+			t.Counts = count(t.Objects)
+			t.NotCompared = omitted(base, head)
+			if opts.Render.NoDecrypt {
+				t.Encrypted = encryptedChanges(p.base.Root, p.head.Root, base, head, p.Changed)
+			}
+			for _, o := range t.Objects {
+				for _, w := range o.Warnings {
+					r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %s %s", t.Name, o.ID, w))
+				}
+			}
+		}
+		r.Targets = append(r.Targets, t)
+	}
+	return r, nil
+}
+
+func objects(res *render.Result) []*unstructured.Unstructured {
+	if res == nil {
+		return nil
+	}
+	return res.Set.Objects
+}
+
+func omitted(results ...*render.Result) []manifest.ID {
+	seen := map[manifest.ID]bool{}
+	var out []manifest.ID
+	for _, res := range results {
+		if res == nil {
+			continue
+		}
+		for _, id := range res.Omitted {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

@@ -1,0 +1,119 @@
+package diff
+
+import (
+	"encoding/base64"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-ci/ferry/internal/manifest"
+)
+
+// redacted replaces every Secret value in a diff.
+const redacted = "<redacted>"
+
+func isSecret(id manifest.ID) bool { return id.Kind == "Secret" && id.Group == "" }
+
+// text is the normalized YAML an object is diffed as. Secret values (and
+// annotations that may copy them) are redacted.
+func text(u *unstructured.Unstructured) string {
+	if isSecret(manifest.IDOf(u)) {
+		u = u.DeepCopy()
+		for _, field := range []string{"data", "stringData"} {
+			m, ok := u.Object[field].(map[string]any)
+			if !ok {
+				continue
+			}
+			for k := range m {
+				m[k] = redacted
+			}
+		}
+		if a := u.GetAnnotations(); a != nil {
+			delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+			if len(a) == 0 {
+				a = nil
+			}
+			u.SetAnnotations(a)
+		}
+		delete(u.Object, "sops")
+	}
+	b, err := manifest.YAML(u)
+	if err != nil {
+		return "# " + err.Error() + "\n"
+	}
+	return string(b)
+}
+
+// secretValues maps each key of a Secret to its value (data decoded,
+// stringData taking precedence as the API server merges it). The values
+// stay inside this package: only comparisons leave it.
+func secretValues(u *unstructured.Unstructured) (map[string]string, bool) {
+	out := map[string]string{}
+	encrypted := false
+	if data, ok := u.Object["data"].(map[string]any); ok {
+		for k, v := range data {
+			s, _ := v.(string)
+			if strings.HasPrefix(s, "ENC[") {
+				encrypted = true
+				out[k] = s
+				continue
+			}
+			if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+				s = string(b)
+			}
+			out[k] = s
+		}
+	}
+	if data, ok := u.Object["stringData"].(map[string]any); ok {
+		for k, v := range data {
+			s, _ := v.(string)
+			if strings.HasPrefix(s, "ENC[") {
+				encrypted = true
+			}
+			out[k] = s
+		}
+	}
+	if _, ok := u.Object["sops"]; ok {
+		encrypted = true
+	}
+	return out, encrypted
+}
+
+func secretKeys(u *unstructured.Unstructured) []string {
+	v, _ := secretValues(u)
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func compareSecrets(base, head *unstructured.Unstructured) *SecretChange {
+	bv, be := secretValues(base)
+	hv, he := secretValues(head)
+	sc := &SecretChange{Encrypted: be || he}
+	for k, v := range hv {
+		old, ok := bv[k]
+		switch {
+		case !ok:
+			sc.Added = append(sc.Added, k)
+		case old != v:
+			sc.Changed = append(sc.Changed, k)
+		}
+	}
+	for k := range bv {
+		if _, ok := hv[k]; !ok {
+			sc.Removed = append(sc.Removed, k)
+		}
+	}
+	sort.Strings(sc.Added)
+	sort.Strings(sc.Removed)
+	sort.Strings(sc.Changed)
+	return sc
+}
+
+func (sc *SecretChange) empty() bool {
+	return len(sc.Added)+len(sc.Removed)+len(sc.Changed) == 0
+}

@@ -1,0 +1,116 @@
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+const (
+	red    = "\x1b[31m"
+	green  = "\x1b[32m"
+	yellow = "\x1b[33m"
+	cyan   = "\x1b[36m"
+	bold   = "\x1b[1m"
+	reset  = "\x1b[0m"
+)
+
+// Text writes the report for a terminal or a log; color adds ANSI colors.
+func Text(w io.Writer, r *Report, color bool) error {
+	paint := func(c, s string) string {
+		if !color {
+			return s
+		}
+		return c + s + reset
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "ferry diff %s..%s\n", shortHash(r.Base), shortHash(r.Head))
+	if !r.Changed() {
+		b.WriteString("no differences in the rendered manifests\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	for _, warn := range r.Warnings {
+		b.WriteString(paint(yellow, "warning: "+warn) + "\n")
+	}
+	for _, t := range r.Targets {
+		fmt.Fprintf(&b, "\n%s (%s): %d added, %d changed, %d removed, %d unchanged\n",
+			paint(bold, "target "+t.Name), t.Why, t.Counts.Added, t.Counts.Changed, t.Counts.Removed, t.Counts.Unchanged)
+		if t.Error != "" {
+			b.WriteString(paint(red, "  fails to render at "+t.Side+": "+t.Error) + "\n")
+		}
+		for _, id := range t.NotCompared {
+			fmt.Fprintf(&b, "  %s: encrypted, not compared (no key)\n", id)
+		}
+		for _, ef := range t.Encrypted {
+			fmt.Fprintf(&b, "  encrypted file %s changed (no key; keys from SOPS metadata):%s\n", ef.Path, plainKeys(ef.Added, ef.Removed, ef.Changed, "re-encrypted"))
+		}
+		for _, o := range t.Objects {
+			if o.Action == Unchanged {
+				continue
+			}
+			label := string(o.Action)
+			if o.Pruned {
+				label = "removed, will be pruned"
+			}
+			fmt.Fprintf(&b, "%s %s (%s)\n", paint(cyan, "---"), o.ID, label)
+			for _, warn := range o.Warnings {
+				b.WriteString(paint(yellow, "  warning: "+warn) + "\n")
+			}
+			if o.Secret != nil {
+				changed := "changed"
+				if o.Secret.Encrypted {
+					changed = "re-encrypted"
+				}
+				of := ""
+				if o.Secret.Of != "" {
+					of = " (compared with " + o.Secret.Of + ")"
+				}
+				fmt.Fprintf(&b, "  Secret keys%s:%s\n", of, plainKeys(o.Secret.Added, o.Secret.Removed, o.Secret.Changed, changed))
+			}
+			for _, l := range strings.SplitAfter(o.Diff, "\n") {
+				switch {
+				case l == "":
+				case strings.HasPrefix(l, "+"):
+					b.WriteString(paint(green, strings.TrimSuffix(l, "\n")) + "\n")
+				case strings.HasPrefix(l, "-"):
+					b.WriteString(paint(red, strings.TrimSuffix(l, "\n")) + "\n")
+				case strings.HasPrefix(l, "@@"):
+					b.WriteString(paint(cyan, strings.TrimSuffix(l, "\n")) + "\n")
+				default:
+					b.WriteString(l)
+				}
+			}
+		}
+	}
+	if r.Unaffected > 0 {
+		fmt.Fprintf(&b, "\n%d other target(s) not affected\n", r.Unaffected)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func plainKeys(added, removed, changed []string, changedWord string) string {
+	var parts []string
+	if len(added) > 0 {
+		parts = append(parts, "added "+strings.Join(added, ", "))
+	}
+	if len(removed) > 0 {
+		parts = append(parts, "removed "+strings.Join(removed, ", "))
+	}
+	if len(changed) > 0 {
+		parts = append(parts, changedWord+" "+strings.Join(changed, ", "))
+	}
+	if len(parts) == 0 {
+		return " none"
+	}
+	return " " + strings.Join(parts, "; ")
+}
+
+// JSON writes the report as indented JSON.
+func JSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
