@@ -6,7 +6,7 @@ TESTBIN := $(CURDIR)/.cache/testbin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build example test tools controlplane vet bench bench-render bench-apply clean
+.PHONY: build example test tools controlplane gitea vet bench bench-render bench-apply bench-diff clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ferry ./cmd/ferry
@@ -25,18 +25,29 @@ tools:
 controlplane:
 	hack/controlplane.sh
 
+# Gitea v1.26.0 for the forge tests (comments, pull requests, issues),
+# built from the Go module proxy into .cache/testbin (cold: minutes).
+gitea:
+	hack/gitea.sh
+
 vet:
 	@unformatted=$$(gofmt -l cmd internal); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
 # The whole test suite, with the tools it compares against.
-test: tools controlplane vet
+test: tools controlplane gitea vet
 	FERRY_TESTBIN=$(TESTBIN) $(GO) test -count=1 ./...
 
-bench: bench-render bench-apply
+bench: bench-render bench-apply bench-diff
 
 bench-render: build tools
 	bench/render.sh
+
+# Diff benchmark: ferry diff of two pull requests on a 100-overlay repo
+# against checking out both revisions, kustomize build of every overlay at
+# each and diff -u.
+bench-diff: build tools
+	bench/diff.sh
 
 # Apply benchmark: ferry apply against kubectl's server-side apply with an
 # ApplySet (first apply, no-op re-apply, prune of 500 of 1,000 objects) on

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Diff benchmark: ferry diff of a pull request on a generated repository
+# (100 overlays over 10 bases) against what a naive action does: check out
+# both revisions, `kustomize build` every overlay at each, `diff -u` the
+# outputs. Two pull requests: one overlay's patch changed, and one shared
+# base (built by 10 overlays) changed. Prints wall times and ratios.
+# Numbers, not a test: nothing here asserts.
+#
+# Usage: bench/diff.sh [ROUNDS]   (needs bin/ferry and .cache/testbin/kustomize:
+#                                  `make bench-diff` builds both)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+ferry=$PWD/bin/ferry
+kustomize=$PWD/.cache/testbin/kustomize
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+repo=$work/repo
+bench/genrepo.sh "$repo" 10 100
+git() { command git -C "$repo" -c user.email=bench@ferry.invalid -c user.name=bench "$@"; }
+git init -q
+git add -A && git commit -qm base
+base=$(git rev-parse HEAD)
+sed -i 's/spec: {replicas: \([0-9]\)}/spec: {replicas: 9}/' "$repo/apps/overlays/env7/replicas.yaml"
+git commit -qam "one overlay"
+overlay=$(git rev-parse HEAD)
+sed -i 's/port: 80,/port: 8080,/' "$repo/apps/base/app3/service.yaml"
+git commit -qam "shared base"
+shared=$(git rev-parse HEAD)
+
+run_ferry() { # base head
+  "$ferry" diff --repo "$repo" --base "$1" --head "$2" --format markdown > "$work/ferry.md"
+}
+run_naive() { # base head
+  rm -rf "$work/b" "$work/h" "$work/out"; mkdir -p "$work/b" "$work/h" "$work/out"
+  git archive "$1" | tar -x -C "$work/b"
+  git archive "$2" | tar -x -C "$work/h"
+  for d in "$work"/h/apps/overlays/*/; do
+    o=$(basename "$d")
+    "$kustomize" build "$work/b/apps/overlays/$o" > "$work/out/$o.base.yaml"
+    "$kustomize" build "$d" > "$work/out/$o.head.yaml"
+    diff -u "$work/out/$o.base.yaml" "$work/out/$o.head.yaml" >> "$work/out/diff.txt" || true
+  done
+}
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f\n", b - a}'; }
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+bench() { # name base head target
+  local name=$1 b=$2 h=$3 target=$4
+  run_ferry "$b" "$h"; run_naive "$b" "$h" # warm-up
+  local targets; targets=$(grep -c '^| `env' "$work/ferry.md" || true)
+  : > "$work/f.times"; : > "$work/n.times"
+  for ((i = 0; i < rounds; i++)); do
+    t0=$(now); run_ferry "$b" "$h"; t1=$(now); run_naive "$b" "$h"; t2=$(now)
+    elapsed "$t0" "$t1" >> "$work/f.times"
+    elapsed "$t1" "$t2" >> "$work/n.times"
+  done
+  local f n; f=$(median < "$work/f.times"); n=$(median < "$work/n.times")
+  printf '%s (ferry reports %s affected target(s)):\n' "$name" "$targets"
+  printf '  ferry diff                                   median %6.2f s over %d rounds\n' "$f" "$rounds"
+  printf '  checkout x2 + kustomize build x200 + diff -u  median %6.2f s over %d rounds\n' "$n" "$rounds"
+  printf '  ratio naive/ferry: %.1fx (target: at least %s)\n' "$(awk -v n="$n" -v f="$f" 'BEGIN {print n / f}')" "$target"
+}
+
+printf 'diff benchmark: 100 overlays over 10 bases\n'
+bench "PR changing one overlay's patch" "$base" "$overlay" 20x
+bench "PR changing a base shared by 10 overlays" "$overlay" "$shared" 3x
