@@ -8,12 +8,13 @@ import (
 	"errors"
 )
 
-// Kind names a forge implementation.
+// Kind names a forge implementation. (The constants carry a Kind prefix:
+// GitHub and Gitea name the implementations.)
 type Kind string
 
 const (
-	GitHub Kind = "github"
-	Gitea  Kind = "gitea"
+	KindGitHub Kind = "github"
+	KindGitea  Kind = "gitea"
 )
 
 // Config says which forge and repository to talk to.
@@ -32,6 +33,7 @@ type Comment struct {
 	ID     int64
 	Author string
 	Body   string
+	URL    string // web page (permalink to the comment)
 }
 
 // PullRequest is an open or closed pull request.

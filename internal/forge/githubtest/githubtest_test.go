@@ -1,0 +1,200 @@
+package githubtest_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ferry-ci/ferry/internal/forge/githubtest"
+)
+
+func do(t *testing.T, method, url, token, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "token "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+func decode(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%v in %s", err, b)
+	}
+	return v
+}
+
+// at returns the value at a path of keys and indexes in decoded JSON.
+func at(v any, path ...any) any {
+	for _, p := range path {
+		switch p := p.(type) {
+		case string:
+			m, _ := v.(map[string]any)
+			v = m[p]
+		case int:
+			a, _ := v.([]any)
+			if p >= len(a) {
+				return nil
+			}
+			v = a[p]
+		}
+	}
+	return v
+}
+
+func TestAuthentication(t *testing.T) {
+	s := githubtest.New(t)
+	tok := s.AddUser("Octo")
+	resp, b := do(t, "GET", s.URL+"user", "", "")
+	if resp.StatusCode != 401 || at(decode(t, b), "message") != "Requires authentication" {
+		t.Errorf("no token: %d %s", resp.StatusCode, b)
+	}
+	resp, b = do(t, "GET", s.URL+"user", "nope", "")
+	if resp.StatusCode != 401 || at(decode(t, b), "message") != "Bad credentials" {
+		t.Errorf("bad token: %d %s", resp.StatusCode, b)
+	}
+	req, _ := http.NewRequest("GET", s.URL+"user", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	r2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(r2.Body)
+	r2.Body.Close()
+	u := decode(t, b)
+	if r2.StatusCode != 200 || at(u, "login") != "Octo" || at(u, "id") == nil || at(u, "type") != "User" {
+		t.Errorf("GET /user: %d %s", r2.StatusCode, b)
+	}
+}
+
+func TestDocumentedJSON(t *testing.T) {
+	s := githubtest.New(t)
+	tok := s.AddUser("ferry-bot")
+	pr := s.AddPullRequest("acme", "fleet", "ferry-bot", "feature", "main", "Change", "body")
+	is := s.AddIssue("acme", "fleet", "ferry-bot", "Drift", "b", "ferry-drift")
+	s.AddComment("acme", "fleet", pr, "ferry-bot", "hello")
+
+	_, b := do(t, "GET", s.URL+"repos/acme/fleet/issues/1/comments", tok, "")
+	c := at(decode(t, b), 0)
+	for _, k := range []string{"id", "node_id", "url", "html_url", "issue_url", "body", "user", "created_at", "updated_at", "author_association"} {
+		if at(c, k) == nil {
+			t.Errorf("comment lacks %q: %s", k, b)
+		}
+	}
+	if at(c, "user", "login") != "ferry-bot" || at(c, "body") != "hello" {
+		t.Errorf("comment: %s", b)
+	}
+
+	_, b = do(t, "GET", s.URL+"repos/acme/fleet/issues?state=all&direction=asc", tok, "")
+	list := decode(t, b)
+	if at(list, 0, "number") != float64(pr) || at(list, 0, "pull_request", "url") == nil {
+		t.Errorf("a pull request in the issue list must carry pull_request: %s", b)
+	}
+	if at(list, 1, "number") != float64(is) || at(list, 1, "pull_request") != nil || at(list, 1, "labels", 0, "name") != "ferry-drift" {
+		t.Errorf("an issue in the issue list: %s", b)
+	}
+
+	_, b = do(t, "GET", s.URL+"repos/acme/fleet/pulls?head=acme:feature&base=main", tok, "")
+	p := at(decode(t, b), 0)
+	got := map[string]any{
+		"number": at(p, "number"), "state": at(p, "state"), "head.ref": at(p, "head", "ref"),
+		"head.label": at(p, "head", "label"), "base.ref": at(p, "base", "ref"), "user.login": at(p, "user", "login"),
+	}
+	want := map[string]any{
+		"number": float64(pr), "state": "open", "head.ref": "feature", "head.label": "acme:feature", "base.ref": "main", "user.login": "ferry-bot",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pull request (-want +got):\n%s", diff)
+	}
+	if sha, _ := at(p, "head", "sha").(string); len(sha) != 40 {
+		t.Errorf("head.sha %q is not a commit hash", sha)
+	}
+	_, b = do(t, "GET", s.URL+"repos/acme/fleet/pulls?head=acme:other", tok, "")
+	if string(b) != "[]\n" {
+		t.Errorf("no match must be an empty array, got %s", b)
+	}
+}
+
+func TestPaginationLinks(t *testing.T) {
+	s := githubtest.New(t)
+	s.SetPerPage(2)
+	tok := s.AddUser("ferry-bot")
+	pr := s.AddPullRequest("acme", "fleet", "ferry-bot", "feature", "main", "t", "")
+	for range 5 {
+		s.AddComment("acme", "fleet", pr, "ferry-bot", "c")
+	}
+	base := s.URL + "repos/acme/fleet/issues/1/comments"
+	resp, b := do(t, "GET", base+"?per_page=100", tok, "")
+	if n := len(decode(t, b).([]any)); n != 2 {
+		t.Errorf("page 1 has %d comments, want 2", n)
+	}
+	want := `<` + base + `?page=2&per_page=100>; rel="next", <` + base + `?page=3&per_page=100>; rel="last"`
+	if got := resp.Header.Get("Link"); got != want {
+		t.Errorf("Link\n got %s\nwant %s", got, want)
+	}
+	resp, b = do(t, "GET", base+"?page=3", tok, "")
+	if n := len(decode(t, b).([]any)); n != 1 {
+		t.Errorf("page 3 has %d comments, want 1", n)
+	}
+	if got := resp.Header.Get("Link"); strings.Contains(got, `rel="next"`) || !strings.Contains(got, `rel="prev"`) {
+		t.Errorf("last page Link: %s", got)
+	}
+}
+
+func TestValidationAndRecording(t *testing.T) {
+	s := githubtest.New(t)
+	tok := s.AddUser("ferry-bot")
+	pr := s.AddPullRequest("acme", "fleet", "ferry-bot", "feature", "main", "t", "")
+	long, _ := json.Marshal(map[string]string{"body": strings.Repeat("x", githubtest.MaxBody+1)})
+	resp, b := do(t, "POST", s.URL+"repos/acme/fleet/issues/1/comments", tok, string(long))
+	v := decode(t, b)
+	if resp.StatusCode != 422 || at(v, "message") != "Validation Failed" ||
+		at(v, "errors", 0, "message") != "body is too long (maximum is 65536 characters)" || at(v, "errors", 0, "resource") != "IssueComment" {
+		t.Errorf("too long: %d %s", resp.StatusCode, b)
+	}
+	resp, _ = do(t, "POST", s.URL+"repos/acme/fleet/issues/1/comments", tok, `{"body":"ok"}`)
+	if resp.StatusCode != 201 {
+		t.Errorf("create: %d", resp.StatusCode)
+	}
+	resp, b = do(t, "POST", s.URL+"repos/acme/fleet/pulls", tok, `{"title":"again","head":"feature","base":"main"}`)
+	if resp.StatusCode != 422 || !strings.Contains(string(b), "A pull request already exists for acme:feature.") {
+		t.Errorf("duplicate pull request: %d %s", resp.StatusCode, b)
+	}
+	resp, _ = do(t, "GET", s.URL+"repos/acme/nope/issues", tok, "")
+	if resp.StatusCode != 404 {
+		t.Errorf("unknown repository: %d", resp.StatusCode)
+	}
+	var writes []string
+	for _, r := range s.Writes() {
+		writes = append(writes, r.Method+" "+r.Path+" "+r.User)
+	}
+	want := []string{
+		"POST /repos/acme/fleet/issues/1/comments ferry-bot",
+		"POST /repos/acme/fleet/issues/1/comments ferry-bot",
+		"POST /repos/acme/fleet/pulls ferry-bot",
+	}
+	if diff := cmp.Diff(want, writes); diff != "" {
+		t.Errorf("recorded writes (-want +got):\n%s", diff)
+	}
+	if got := s.Comments("acme", "fleet", pr); len(got) != 1 || got[0].Body != "ok" {
+		t.Errorf("comments: %+v", got)
+	}
+}

@@ -1,0 +1,972 @@
+package githubtest
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The JSON below follows GitHub's REST API reference (version 2022-11-28):
+// https://docs.github.com/rest/issues, /rest/pulls and /rest/users. Only the
+// fields a client may read are served; their names and types are GitHub's.
+
+type userJSON struct {
+	Login     string `json:"login"`
+	ID        int64  `json:"id"`
+	NodeID    string `json:"node_id"`
+	AvatarURL string `json:"avatar_url"`
+	URL       string `json:"url"`
+	HTMLURL   string `json:"html_url"`
+	Type      string `json:"type"`
+	SiteAdmin bool   `json:"site_admin"`
+}
+
+type labelJSON struct {
+	ID          int64   `json:"id"`
+	NodeID      string  `json:"node_id"`
+	URL         string  `json:"url"`
+	Name        string  `json:"name"`
+	Color       string  `json:"color"`
+	Default     bool    `json:"default"`
+	Description *string `json:"description"`
+}
+
+type commentJSON struct {
+	ID                int64     `json:"id"`
+	NodeID            string    `json:"node_id"`
+	URL               string    `json:"url"`
+	HTMLURL           string    `json:"html_url"`
+	IssueURL          string    `json:"issue_url"`
+	Body              string    `json:"body"`
+	User              userJSON  `json:"user"`
+	CreatedAt         time.Time `json:"created_at"`
+	UpdatedAt         time.Time `json:"updated_at"`
+	AuthorAssociation string    `json:"author_association"`
+}
+
+type pullLinksJSON struct {
+	URL      string     `json:"url"`
+	HTMLURL  string     `json:"html_url"`
+	DiffURL  string     `json:"diff_url"`
+	PatchURL string     `json:"patch_url"`
+	MergedAt *time.Time `json:"merged_at"`
+}
+
+type issueJSON struct {
+	ID                int64          `json:"id"`
+	NodeID            string         `json:"node_id"`
+	URL               string         `json:"url"`
+	RepositoryURL     string         `json:"repository_url"`
+	LabelsURL         string         `json:"labels_url"`
+	CommentsURL       string         `json:"comments_url"`
+	EventsURL         string         `json:"events_url"`
+	HTMLURL           string         `json:"html_url"`
+	Number            int            `json:"number"`
+	State             string         `json:"state"`
+	StateReason       *string        `json:"state_reason"`
+	Title             string         `json:"title"`
+	Body              *string        `json:"body"`
+	User              userJSON       `json:"user"`
+	Labels            []labelJSON    `json:"labels"`
+	Assignee          *userJSON      `json:"assignee"`
+	Assignees         []userJSON     `json:"assignees"`
+	Milestone         any            `json:"milestone"`
+	Locked            bool           `json:"locked"`
+	ActiveLockReason  *string        `json:"active_lock_reason"`
+	Comments          int            `json:"comments"`
+	PullRequest       *pullLinksJSON `json:"pull_request,omitempty"`
+	ClosedAt          *time.Time     `json:"closed_at"`
+	CreatedAt         time.Time      `json:"created_at"`
+	UpdatedAt         time.Time      `json:"updated_at"`
+	AuthorAssociation string         `json:"author_association"`
+}
+
+type repoJSON struct {
+	ID            int64    `json:"id"`
+	NodeID        string   `json:"node_id"`
+	Name          string   `json:"name"`
+	FullName      string   `json:"full_name"`
+	Owner         userJSON `json:"owner"`
+	Private       bool     `json:"private"`
+	HTMLURL       string   `json:"html_url"`
+	URL           string   `json:"url"`
+	Fork          bool     `json:"fork"`
+	DefaultBranch string   `json:"default_branch"`
+}
+
+type branchJSON struct {
+	Label string   `json:"label"`
+	Ref   string   `json:"ref"`
+	SHA   string   `json:"sha"`
+	User  userJSON `json:"user"`
+	Repo  repoJSON `json:"repo"`
+}
+
+type pullJSON struct {
+	URL                string      `json:"url"`
+	ID                 int64       `json:"id"`
+	NodeID             string      `json:"node_id"`
+	HTMLURL            string      `json:"html_url"`
+	DiffURL            string      `json:"diff_url"`
+	PatchURL           string      `json:"patch_url"`
+	IssueURL           string      `json:"issue_url"`
+	CommitsURL         string      `json:"commits_url"`
+	CommentsURL        string      `json:"comments_url"`
+	Number             int         `json:"number"`
+	State              string      `json:"state"`
+	Locked             bool        `json:"locked"`
+	Title              string      `json:"title"`
+	User               userJSON    `json:"user"`
+	Body               *string     `json:"body"`
+	Labels             []labelJSON `json:"labels"`
+	Milestone          any         `json:"milestone"`
+	ActiveLockReason   *string     `json:"active_lock_reason"`
+	CreatedAt          time.Time   `json:"created_at"`
+	UpdatedAt          time.Time   `json:"updated_at"`
+	ClosedAt           *time.Time  `json:"closed_at"`
+	MergedAt           *time.Time  `json:"merged_at"`
+	MergeCommitSHA     *string     `json:"merge_commit_sha"`
+	Assignee           *userJSON   `json:"assignee"`
+	Assignees          []userJSON  `json:"assignees"`
+	RequestedReviewers []userJSON  `json:"requested_reviewers"`
+	Head               branchJSON  `json:"head"`
+	Base               branchJSON  `json:"base"`
+	AuthorAssociation  string      `json:"author_association"`
+	Draft              bool        `json:"draft"`
+	Merged             bool        `json:"merged"`
+}
+
+// errorJSON is GitHub's client error body.
+type errorJSON struct {
+	Message          string       `json:"message"`
+	Errors           []fieldError `json:"errors,omitempty"`
+	DocumentationURL string       `json:"documentation_url"`
+	Status           string       `json:"status"`
+}
+
+type fieldError struct {
+	Resource string `json:"resource"`
+	Code     string `json:"code"`
+	Field    string `json:"field,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
+
+const docs = "https://docs.github.com/rest"
+
+type ctxKey struct{}
+
+// call is one request being answered.
+type call struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	user *User
+	base string // API base URL of this request (with /api/v3/ when used)
+	body []byte
+}
+
+func (c *call) json(status int, v any) {
+	c.w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	c.w.Header().Set("X-GitHub-Media-Type", "github.v3; format=json")
+	c.w.WriteHeader(status)
+	enc := json.NewEncoder(c.w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func (c *call) fail(status int, msg, doc string, errs ...fieldError) {
+	c.json(status, errorJSON{Message: msg, Errors: errs, DocumentationURL: doc, Status: strconv.Itoa(status)})
+}
+
+func (c *call) notFound() { c.fail(http.StatusNotFound, "Not Found", docs) }
+
+func (c *call) invalid(doc string, errs ...fieldError) {
+	c.fail(http.StatusUnprocessableEntity, "Validation Failed", doc, errs...)
+}
+
+func (c *call) decode(v any) bool {
+	if err := json.Unmarshal(c.body, v); err != nil {
+		c.fail(http.StatusBadRequest, "Problems parsing JSON", docs)
+		return false
+	}
+	return true
+}
+
+type recorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (s *Server) handler() http.Handler {
+	mux := http.NewServeMux()
+	route := func(pattern string, h func(*call)) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			c := r.Context().Value(ctxKey{}).(*call)
+			c.r = r // the mux's copy, holding the path values
+			h(c)
+		})
+	}
+	route("GET /user", s.getUser)
+	route("GET /repos/{owner}/{repo}/issues/{number}/comments", s.listComments)
+	route("POST /repos/{owner}/{repo}/issues/{number}/comments", s.createComment)
+	route("PATCH /repos/{owner}/{repo}/issues/comments/{id}", s.editComment)
+	route("DELETE /repos/{owner}/{repo}/issues/comments/{id}", s.deleteComment)
+	route("GET /repos/{owner}/{repo}/pulls", s.listPulls)
+	route("POST /repos/{owner}/{repo}/pulls", s.createPull)
+	route("GET /repos/{owner}/{repo}/pulls/{number}", s.getPull)
+	route("PATCH /repos/{owner}/{repo}/pulls/{number}", s.editPull)
+	route("GET /repos/{owner}/{repo}/issues", s.listIssues)
+	route("POST /repos/{owner}/{repo}/issues", s.createIssue)
+	route("GET /repos/{owner}/{repo}/issues/{number}", s.getIssue)
+	route("PATCH /repos/{owner}/{repo}/issues/{number}", s.editIssue)
+	route("/", func(c *call) { c.notFound() })
+
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		rec := &recorder{ResponseWriter: w}
+		c := &call{w: rec, r: r, body: body, base: s.srv.URL + "/"}
+		if p, ok := strings.CutPrefix(r.URL.Path, "/api/v3/"); ok {
+			r.URL.Path = "/" + p
+			r.URL.RawPath = ""
+			c.base = s.srv.URL + "/api/v3/"
+		}
+		s.mu.Lock()
+		c.user = s.users[bearer(r.Header.Get("Authorization"))]
+		s.mu.Unlock()
+
+		switch {
+		case r.Header.Get("Authorization") == "":
+			c.fail(http.StatusUnauthorized, "Requires authentication", docs)
+		case c.user == nil:
+			c.fail(http.StatusUnauthorized, "Bad credentials", docs)
+		case c.user.ReadOnly && r.Method != http.MethodGet && r.Method != http.MethodHead:
+			c.fail(http.StatusForbidden, "Resource not accessible by integration", docs)
+		default:
+			mux.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)))
+		}
+
+		login := ""
+		if c.user != nil {
+			login = c.user.Login
+		}
+		s.mu.Lock()
+		s.requests = append(s.requests, Request{
+			Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
+			User: login, Status: rec.status, Body: string(body),
+		})
+		s.mu.Unlock()
+	})
+}
+
+// bearer returns the token of an Authorization header, "Bearer <token>"
+// or "token <token>" as GitHub accepts both.
+func bearer(h string) string {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok {
+		return ""
+	}
+	switch strings.ToLower(scheme) {
+	case "bearer", "token":
+		return strings.TrimSpace(tok)
+	}
+	return ""
+}
+
+func (s *Server) getUser(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.json(http.StatusOK, s.userJSON(c.base, c.user.Login))
+}
+
+// target resolves {owner}/{repo} and, when the route has one, {number}.
+func (s *Server) target(c *call) (*repo, *Issue, bool) {
+	r := s.repo(c.r.PathValue("owner"), c.r.PathValue("repo"))
+	if r == nil {
+		c.notFound()
+		return nil, nil, false
+	}
+	if c.r.PathValue("number") == "" {
+		return r, nil, true
+	}
+	n, err := strconv.Atoi(c.r.PathValue("number"))
+	if err != nil || n < 1 || n > len(r.issues) {
+		c.notFound()
+		return nil, nil, false
+	}
+	return r, r.issues[n-1], true
+}
+
+func (s *Server) listComments(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, is, ok := s.target(c)
+	if !ok {
+		return
+	}
+	var all []*Comment
+	for _, cm := range r.comments {
+		if cm.Number == is.Number {
+			all = append(all, cm)
+		}
+	}
+	lo, hi := s.paginate(c, len(all))
+	out := []commentJSON{}
+	for _, cm := range all[lo:hi] {
+		out = append(out, s.commentJSON(c.base, r, cm))
+	}
+	c.json(http.StatusOK, out)
+}
+
+const (
+	docCreateComment = docs + "/issues/comments#create-an-issue-comment"
+	docUpdateComment = docs + "/issues/comments#update-an-issue-comment"
+	docCreateIssue   = docs + "/issues/issues#create-an-issue"
+	docUpdateIssue   = docs + "/issues/issues#update-an-issue"
+	docCreatePull    = docs + "/pulls/pulls#create-a-pull-request"
+	docUpdatePull    = docs + "/pulls/pulls#update-a-pull-request"
+)
+
+// checkBody enforces GitHub's length limit on a body.
+func checkBody(c *call, resource, doc string, body string) bool {
+	if utf8.RuneCountInString(body) > MaxBody {
+		c.invalid(doc, fieldError{Resource: resource, Code: "custom", Field: "body",
+			Message: fmt.Sprintf("body is too long (maximum is %d characters)", MaxBody)})
+		return false
+	}
+	return true
+}
+
+func (s *Server) createComment(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, is, ok := s.target(c)
+	if !ok {
+		return
+	}
+	var in struct {
+		Body *string `json:"body"`
+	}
+	if !c.decode(&in) {
+		return
+	}
+	if in.Body == nil || *in.Body == "" {
+		c.invalid(docCreateComment, fieldError{Resource: "IssueComment", Code: "missing_field", Field: "body"})
+		return
+	}
+	if !checkBody(c, "IssueComment", docCreateComment, *in.Body) {
+		return
+	}
+	cm := s.newComment(r, is.Number, c.user.Login, *in.Body)
+	out := s.commentJSON(c.base, r, cm)
+	c.w.Header().Set("Location", out.URL)
+	c.json(http.StatusCreated, out)
+}
+
+func (s *Server) comment(c *call) (*repo, *Comment, bool) {
+	r, _, ok := s.target(c)
+	if !ok {
+		return nil, nil, false
+	}
+	id, err := strconv.ParseInt(c.r.PathValue("id"), 10, 64)
+	if err == nil {
+		for _, cm := range r.comments {
+			if cm.ID == id {
+				return r, cm, true
+			}
+		}
+	}
+	c.notFound()
+	return nil, nil, false
+}
+
+func (s *Server) editComment(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, cm, ok := s.comment(c)
+	if !ok {
+		return
+	}
+	var in struct {
+		Body *string `json:"body"`
+	}
+	if !c.decode(&in) {
+		return
+	}
+	if in.Body == nil || *in.Body == "" {
+		c.invalid(docUpdateComment, fieldError{Resource: "IssueComment", Code: "missing_field", Field: "body"})
+		return
+	}
+	if !checkBody(c, "IssueComment", docUpdateComment, *in.Body) {
+		return
+	}
+	cm.Body = *in.Body
+	cm.Updated = s.tick()
+	c.json(http.StatusOK, s.commentJSON(c.base, r, cm))
+}
+
+func (s *Server) deleteComment(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, cm, ok := s.comment(c)
+	if !ok {
+		return
+	}
+	r.comments = slices.DeleteFunc(r.comments, func(x *Comment) bool { return x == cm })
+	c.w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) listPulls(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, _, ok := s.target(c)
+	if !ok {
+		return
+	}
+	q := c.r.URL.Query()
+	state := cmp.Or(q.Get("state"), "open")
+	headOwner, headRef := "", q.Get("head")
+	if o, ref, found := strings.Cut(headRef, ":"); found {
+		headOwner, headRef = o, ref
+	}
+	var all []*Issue
+	for _, is := range r.issues {
+		switch {
+		case is.PullRequest == nil,
+			state != "all" && is.State != state,
+			headRef != "" && is.PullRequest.Head != headRef,
+			headOwner != "" && !strings.EqualFold(headOwner, r.owner),
+			q.Get("base") != "" && is.PullRequest.Base != q.Get("base"):
+			continue
+		}
+		all = append(all, is)
+	}
+	sortIssues(all, q.Get("sort"), q.Get("direction"))
+	lo, hi := s.paginate(c, len(all))
+	out := []pullJSON{}
+	for _, is := range all[lo:hi] {
+		out = append(out, s.pullJSON(c.base, r, is))
+	}
+	c.json(http.StatusOK, out)
+}
+
+func (s *Server) getPull(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, is, ok := s.target(c)
+	if !ok {
+		return
+	}
+	if is.PullRequest == nil {
+		c.notFound()
+		return
+	}
+	c.json(http.StatusOK, s.pullJSON(c.base, r, is))
+}
+
+func (s *Server) createPull(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, _, ok := s.target(c)
+	if !ok {
+		return
+	}
+	var in struct {
+		Title *string `json:"title"`
+		Head  string  `json:"head"`
+		Base  string  `json:"base"`
+		Body  *string `json:"body"`
+		Draft bool    `json:"draft"`
+	}
+	if !c.decode(&in) {
+		return
+	}
+	head := in.Head
+	if _, ref, found := strings.Cut(head, ":"); found {
+		head = ref
+	}
+	var missing []fieldError
+	for field, v := range map[string]string{"title": deref(in.Title), "head": head, "base": in.Base} {
+		if v == "" {
+			missing = append(missing, fieldError{Resource: "PullRequest", Code: "missing_field", Field: field})
+		}
+	}
+	if len(missing) > 0 {
+		slices.SortFunc(missing, func(a, b fieldError) int { return strings.Compare(a.Field, b.Field) })
+		c.invalid(docCreatePull, missing...)
+		return
+	}
+	if head == in.Base {
+		c.invalid(docCreatePull, fieldError{Resource: "PullRequest", Code: "custom",
+			Message: fmt.Sprintf("No commits between %s and %s", in.Base, head)})
+		return
+	}
+	if !checkBody(c, "PullRequest", docCreatePull, deref(in.Body)) {
+		return
+	}
+	for _, is := range r.issues {
+		if is.PullRequest != nil && is.State == "open" && is.PullRequest.Head == head && is.PullRequest.Base == in.Base {
+			c.invalid(docCreatePull, fieldError{Resource: "PullRequest", Code: "custom",
+				Message: fmt.Sprintf("A pull request already exists for %s:%s.", r.owner, head)})
+			return
+		}
+	}
+	is := s.newPull(r, c.user.Login, head, in.Base, *in.Title, deref(in.Body), in.Draft)
+	out := s.pullJSON(c.base, r, is)
+	c.w.Header().Set("Location", out.URL)
+	c.json(http.StatusCreated, out)
+}
+
+func (s *Server) editPull(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, is, ok := s.target(c)
+	if !ok {
+		return
+	}
+	if is.PullRequest == nil {
+		c.notFound()
+		return
+	}
+	var in struct {
+		Title *string `json:"title"`
+		Body  *string `json:"body"`
+		State *string `json:"state"`
+		Base  *string `json:"base"`
+	}
+	if !c.decode(&in) {
+		return
+	}
+	if in.Body != nil && !checkBody(c, "PullRequest", docUpdatePull, *in.Body) {
+		return
+	}
+	if in.State != nil && *in.State != "open" && *in.State != "closed" {
+		c.invalid(docUpdatePull, fieldError{Resource: "PullRequest", Code: "invalid", Field: "state"})
+		return
+	}
+	s.apply(is, in.Title, in.Body, in.State)
+	if in.Base != nil && *in.Base != "" {
+		is.PullRequest.Base = *in.Base
+	}
+	c.json(http.StatusOK, s.pullJSON(c.base, r, is))
+}
+
+func (s *Server) apply(is *Issue, title, body, state *string) {
+	now := s.tick()
+	if title != nil && *title != "" {
+		is.Title = *title
+	}
+	if body != nil {
+		is.Body = *body
+	}
+	if state != nil && *state != is.State {
+		is.State = *state
+		if *state == "closed" {
+			t := now
+			is.ClosedAt = &t
+		} else {
+			is.ClosedAt = nil
+		}
+	}
+	is.Updated = now
+}
+
+func (s *Server) listIssues(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, _, ok := s.target(c)
+	if !ok {
+		return
+	}
+	q := c.r.URL.Query()
+	state := cmp.Or(q.Get("state"), "open")
+	var labels []string
+	if l := q.Get("labels"); l != "" {
+		labels = strings.Split(l, ",")
+	}
+	creator := q.Get("creator")
+	var all []*Issue
+	for _, is := range r.issues {
+		if state != "all" && is.State != state {
+			continue
+		}
+		if creator != "" && !strings.EqualFold(creator, is.Author) {
+			continue
+		}
+		if !slices.ContainsFunc(labels, func(l string) bool { return !hasLabel(is.Labels, strings.TrimSpace(l)) }) {
+			all = append(all, is)
+		}
+	}
+	sortIssues(all, q.Get("sort"), q.Get("direction"))
+	lo, hi := s.paginate(c, len(all))
+	out := []issueJSON{}
+	for _, is := range all[lo:hi] {
+		out = append(out, s.issueJSON(c.base, r, is))
+	}
+	c.json(http.StatusOK, out)
+}
+
+func hasLabel(labels []string, want string) bool {
+	return slices.ContainsFunc(labels, func(l string) bool { return strings.EqualFold(l, want) })
+}
+
+func sortIssues(all []*Issue, by, direction string) {
+	key := func(is *Issue) time.Time { return is.Created }
+	if by == "updated" {
+		key = func(is *Issue) time.Time { return is.Updated }
+	}
+	desc := direction != "asc"
+	slices.SortStableFunc(all, func(a, b *Issue) int {
+		if d := key(a).Compare(key(b)); d != 0 {
+			if desc {
+				return -d
+			}
+			return d
+		}
+		if desc {
+			return b.Number - a.Number
+		}
+		return a.Number - b.Number
+	})
+}
+
+func (s *Server) getIssue(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, is, ok := s.target(c)
+	if !ok {
+		return
+	}
+	c.json(http.StatusOK, s.issueJSON(c.base, r, is))
+}
+
+// labelNames reads "labels" as GitHub takes it: names, or objects with a name.
+func labelNames(raw []json.RawMessage) ([]string, bool) {
+	var out []string
+	for _, m := range raw {
+		var name string
+		if err := json.Unmarshal(m, &name); err != nil {
+			var obj struct {
+				Name string `json:"name"`
+			}
+			if err := json.Unmarshal(m, &obj); err != nil || obj.Name == "" {
+				return nil, false
+			}
+			name = obj.Name
+		}
+		if name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, true
+}
+
+func (s *Server) createIssue(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, _, ok := s.target(c)
+	if !ok {
+		return
+	}
+	var in struct {
+		Title  *string           `json:"title"`
+		Body   *string           `json:"body"`
+		Labels []json.RawMessage `json:"labels"`
+	}
+	if !c.decode(&in) {
+		return
+	}
+	if deref(in.Title) == "" {
+		c.invalid(docCreateIssue, fieldError{Resource: "Issue", Code: "missing_field", Field: "title"})
+		return
+	}
+	if !checkBody(c, "Issue", docCreateIssue, deref(in.Body)) {
+		return
+	}
+	labels, ok := labelNames(in.Labels)
+	if !ok {
+		c.invalid(docCreateIssue, fieldError{Resource: "Issue", Code: "invalid", Field: "labels"})
+		return
+	}
+	is := s.newIssue(r, c.user.Login, *in.Title, deref(in.Body), labels)
+	out := s.issueJSON(c.base, r, is)
+	c.w.Header().Set("Location", out.URL)
+	c.json(http.StatusCreated, out)
+}
+
+func (s *Server) editIssue(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, is, ok := s.target(c)
+	if !ok {
+		return
+	}
+	var in struct {
+		Title       *string            `json:"title"`
+		Body        *string            `json:"body"`
+		State       *string            `json:"state"`
+		StateReason *string            `json:"state_reason"`
+		Labels      *[]json.RawMessage `json:"labels"`
+	}
+	if !c.decode(&in) {
+		return
+	}
+	if in.Body != nil && !checkBody(c, "Issue", docUpdateIssue, *in.Body) {
+		return
+	}
+	if in.State != nil && *in.State != "open" && *in.State != "closed" {
+		c.invalid(docUpdateIssue, fieldError{Resource: "Issue", Code: "invalid", Field: "state"})
+		return
+	}
+	if in.Labels != nil {
+		labels, ok := labelNames(*in.Labels)
+		if !ok {
+			c.invalid(docUpdateIssue, fieldError{Resource: "Issue", Code: "invalid", Field: "labels"})
+			return
+		}
+		for _, l := range labels {
+			s.label(r, l)
+		}
+		is.Labels = labels
+	}
+	s.apply(is, in.Title, in.Body, in.State)
+	c.json(http.StatusOK, s.issueJSON(c.base, r, is))
+}
+
+// paginate picks the page the request asks for out of n items and sets the
+// Link header GitHub sends (next and last, then first and prev).
+func (s *Server) paginate(c *call, n int) (lo, hi int) {
+	q := c.r.URL.Query()
+	per := s.perPage
+	if v, err := strconv.Atoi(q.Get("per_page")); err == nil && v > 0 && v < per {
+		per = v
+	}
+	page := 1
+	if v, err := strconv.Atoi(q.Get("page")); err == nil && v > 0 {
+		page = v
+	}
+	last := max((n+per-1)/per, 1)
+	link := func(p int, rel string) string {
+		u := *c.r.URL
+		qq := u.Query()
+		qq.Set("page", strconv.Itoa(p))
+		if q.Get("per_page") != "" {
+			qq.Set("per_page", q.Get("per_page"))
+		}
+		u.RawQuery = qq.Encode()
+		base, _ := url.Parse(c.base)
+		return fmt.Sprintf("<%s%s?%s>; rel=%q", strings.TrimSuffix(base.String(), "/"), u.Path, u.RawQuery, rel)
+	}
+	var links []string
+	if page < last {
+		links = append(links, link(page+1, "next"), link(last, "last"))
+	}
+	if page > 1 {
+		links = append(links, link(1, "first"), link(min(page-1, last), "prev"))
+	}
+	if len(links) > 0 {
+		c.w.Header().Set("Link", strings.Join(links, ", "))
+	}
+	lo = min((page-1)*per, n)
+	hi = min(lo+per, n)
+	return lo, hi
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func (s *Server) userJSON(base, login string) userJSON {
+	id := int64(crc32.ChecksumIEEE([]byte(strings.ToLower(login))))
+	if u, ok := s.byLogin[strings.ToLower(login)]; ok {
+		login, id = u.Login, u.ID
+	}
+	return userJSON{
+		Login:     login,
+		ID:        id,
+		NodeID:    fmt.Sprintf("U_kgDO%08d", id),
+		AvatarURL: fmt.Sprintf("%savatars/u/%d?v=4", s.srv.URL+"/", id),
+		URL:       base + "users/" + login,
+		HTMLURL:   s.srv.URL + "/" + login,
+		Type:      "User",
+	}
+}
+
+func (s *Server) repoJSON(base string, r *repo) repoJSON {
+	return repoJSON{
+		ID:            r.id,
+		NodeID:        fmt.Sprintf("R_kgDO%08d", r.id),
+		Name:          r.name,
+		FullName:      r.owner + "/" + r.name,
+		Owner:         s.userJSON(base, r.owner),
+		HTMLURL:       s.srv.URL + "/" + r.owner + "/" + r.name,
+		URL:           base + "repos/" + r.owner + "/" + r.name,
+		DefaultBranch: "main",
+	}
+}
+
+func (s *Server) commentJSON(base string, r *repo, cm *Comment) commentJSON {
+	api := base + "repos/" + r.owner + "/" + r.name
+	kind := "issues"
+	if r.issues[cm.Number-1].PullRequest != nil {
+		kind = "pull"
+	}
+	return commentJSON{
+		ID:                cm.ID,
+		NodeID:            fmt.Sprintf("IC_kwDO%08d", cm.ID),
+		URL:               fmt.Sprintf("%s/issues/comments/%d", api, cm.ID),
+		HTMLURL:           fmt.Sprintf("%s/%s/%s/%s/%d#issuecomment-%d", s.srv.URL, r.owner, r.name, kind, cm.Number, cm.ID),
+		IssueURL:          fmt.Sprintf("%s/issues/%d", api, cm.Number),
+		Body:              cm.Body,
+		User:              s.userJSON(base, cm.Author),
+		CreatedAt:         cm.Created,
+		UpdatedAt:         cm.Updated,
+		AuthorAssociation: s.association(r, cm.Author),
+	}
+}
+
+func (s *Server) association(r *repo, login string) string {
+	if strings.EqualFold(login, r.owner) {
+		return "OWNER"
+	}
+	return "CONTRIBUTOR"
+}
+
+func (s *Server) labelsJSON(base string, r *repo, names []string) []labelJSON {
+	out := []labelJSON{}
+	for _, n := range names {
+		id := s.label(r, n)
+		out = append(out, labelJSON{
+			ID:     id,
+			NodeID: fmt.Sprintf("LA_kwDO%08d", id),
+			URL:    base + "repos/" + r.owner + "/" + r.name + "/labels/" + url.PathEscape(n),
+			Name:   n,
+			Color:  "ededed",
+		})
+	}
+	return out
+}
+
+func (s *Server) issueJSON(base string, r *repo, is *Issue) issueJSON {
+	api := fmt.Sprintf("%srepos/%s/%s", base, r.owner, r.name)
+	comments := 0
+	for _, cm := range r.comments {
+		if cm.Number == is.Number {
+			comments++
+		}
+	}
+	out := issueJSON{
+		ID:                is.ID,
+		NodeID:            fmt.Sprintf("I_kwDO%08d", is.ID),
+		URL:               fmt.Sprintf("%s/issues/%d", api, is.Number),
+		RepositoryURL:     api,
+		LabelsURL:         fmt.Sprintf("%s/issues/%d/labels{/name}", api, is.Number),
+		CommentsURL:       fmt.Sprintf("%s/issues/%d/comments", api, is.Number),
+		EventsURL:         fmt.Sprintf("%s/issues/%d/events", api, is.Number),
+		HTMLURL:           fmt.Sprintf("%s/%s/%s/issues/%d", s.srv.URL, r.owner, r.name, is.Number),
+		Number:            is.Number,
+		State:             is.State,
+		Title:             is.Title,
+		User:              s.userJSON(base, is.Author),
+		Labels:            s.labelsJSON(base, r, is.Labels),
+		Assignees:         []userJSON{},
+		Comments:          comments,
+		ClosedAt:          is.ClosedAt,
+		CreatedAt:         is.Created,
+		UpdatedAt:         is.Updated,
+		AuthorAssociation: s.association(r, is.Author),
+	}
+	if is.Body != "" {
+		b := is.Body
+		out.Body = &b
+	}
+	if is.State == "closed" {
+		reason := "completed"
+		out.StateReason = &reason
+	}
+	if is.PullRequest != nil {
+		out.HTMLURL = fmt.Sprintf("%s/%s/%s/pull/%d", s.srv.URL, r.owner, r.name, is.Number)
+		out.PullRequest = &pullLinksJSON{
+			URL:      fmt.Sprintf("%s/pulls/%d", api, is.Number),
+			HTMLURL:  out.HTMLURL,
+			DiffURL:  out.HTMLURL + ".diff",
+			PatchURL: out.HTMLURL + ".patch",
+		}
+	}
+	return out
+}
+
+func (s *Server) pullJSON(base string, r *repo, is *Issue) pullJSON {
+	api := fmt.Sprintf("%srepos/%s/%s", base, r.owner, r.name)
+	html := fmt.Sprintf("%s/%s/%s/pull/%d", s.srv.URL, r.owner, r.name, is.Number)
+	owner := s.userJSON(base, r.owner)
+	rj := s.repoJSON(base, r)
+	baseSum := crc32.ChecksumIEEE([]byte(r.owner + "/" + r.name + ":" + is.PullRequest.Base))
+	out := pullJSON{
+		URL:                fmt.Sprintf("%s/pulls/%d", api, is.Number),
+		ID:                 is.PullRequest.ID,
+		NodeID:             fmt.Sprintf("PR_kwDO%08d", is.PullRequest.ID),
+		HTMLURL:            html,
+		DiffURL:            html + ".diff",
+		PatchURL:           html + ".patch",
+		IssueURL:           fmt.Sprintf("%s/issues/%d", api, is.Number),
+		CommitsURL:         fmt.Sprintf("%s/pulls/%d/commits", api, is.Number),
+		CommentsURL:        fmt.Sprintf("%s/issues/%d/comments", api, is.Number),
+		Number:             is.Number,
+		State:              is.State,
+		Title:              is.Title,
+		User:               s.userJSON(base, is.Author),
+		Labels:             s.labelsJSON(base, r, is.Labels),
+		CreatedAt:          is.Created,
+		UpdatedAt:          is.Updated,
+		ClosedAt:           is.ClosedAt,
+		Assignees:          []userJSON{},
+		RequestedReviewers: []userJSON{},
+		Head: branchJSON{
+			Label: r.owner + ":" + is.PullRequest.Head,
+			Ref:   is.PullRequest.Head,
+			SHA:   is.PullRequest.HeadSHA,
+			User:  owner,
+			Repo:  rj,
+		},
+		Base: branchJSON{
+			Label: r.owner + ":" + is.PullRequest.Base,
+			Ref:   is.PullRequest.Base,
+			SHA:   fmt.Sprintf("%08x%032x", baseSum, 0),
+			User:  owner,
+			Repo:  rj,
+		},
+		AuthorAssociation: s.association(r, is.Author),
+		Draft:             is.PullRequest.Draft,
+	}
+	if is.Body != "" {
+		b := is.Body
+		out.Body = &b
+	}
+	return out
+}
