@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	runner "github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
@@ -29,6 +30,14 @@ type env struct {
 	// masker collects decrypted values so nothing printed to stderr
 	// carries them.
 	masker *secrets.Masker
+
+	// gha is the Actions runtime when ferry runs as a workflow step
+	// (GITHUB_ACTIONS=true), nil otherwise: see actions.go.
+	gha *runner.Runtime
+	// actionErr is the first failure to write a step output or summary.
+	actionErr error
+	// actionRepo is the step's --repo, for error annotations.
+	actionRepo string
 }
 
 func newEnv() *env {
@@ -45,18 +54,31 @@ func (e *exitCodeError) Error() string { return e.msg }
 
 // run executes ferry with args and returns the process exit status.
 func run(ctx context.Context, args []string, e *env) int {
+	return runWith(ctx, args, e, newRootCmd)
+}
+
+// runWith is run with the command tree newRoot builds. Inside an Actions
+// step the inputs become flags and arguments first (see actions.go).
+func runWith(ctx context.Context, args []string, e *env, newRoot func(*env) *cobra.Command) int {
 	if e.masker == nil {
 		e.masker = secrets.NewMasker()
 	}
-	cmd := newRootCmd(e)
-	cmd.SetArgs(args)
-	cmd.SetOut(e.stdout)
-	cmd.SetErr(e.stderr)
-	err := cmd.ExecuteContext(ctx)
+	args, err := e.startActions(args, newRoot)
+	if err == nil {
+		cmd := newRoot(e)
+		cmd.SetArgs(args)
+		cmd.SetOut(e.stdout)
+		cmd.SetErr(e.stderr)
+		err = cmd.ExecuteContext(ctx)
+	}
+	var ec *exitCodeError
+	if e.actionErr != nil && (err == nil || errors.As(err, &ec)) {
+		err = e.actionErr
+	}
 	if err == nil {
 		return exitOK
 	}
-	var ec *exitCodeError
+	e.finishActions(err, args)
 	if errors.As(err, &ec) {
 		if ec.msg != "" {
 			fmt.Fprintln(e.stderr, e.masker.Mask(ec.msg))
@@ -80,6 +102,6 @@ where asked to fail on them, 2 any error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRenderCmd(e), newApplyCmd(e), newDiffCmd(e), newPlanCmd(e), newVersionCmd(e))
+	root.AddCommand(newRenderCmd(e), newApplyCmd(e), newDiffCmd(e), newPlanCmd(e), newDriftCmd(e), newBumpCmd(e), newVersionCmd(e))
 	return root
 }

@@ -1,0 +1,292 @@
+package actions
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// runner is the environment a runner gives a step, with its files.
+type runner struct {
+	vars    map[string]string
+	output  string
+	summary string
+}
+
+func newRunner(t *testing.T, gitea bool) *runner {
+	t.Helper()
+	dir := t.TempDir()
+	r := &runner{
+		vars:    map[string]string{"GITHUB_ACTIONS": "true", "CI": "true"},
+		output:  filepath.Join(dir, "set_output"),
+		summary: filepath.Join(dir, "step_summary"),
+	}
+	for _, p := range []string{r.output, r.summary} {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prefix := "GITHUB_"
+	if gitea {
+		// Gitea's own names only: the runtime must find them too.
+		prefix = "GITEA_"
+		r.vars["GITEA_ACTIONS"] = "true"
+	}
+	r.vars[prefix+"OUTPUT"] = r.output
+	r.vars[prefix+"STEP_SUMMARY"] = r.summary
+	return r
+}
+
+func (r *runner) getenv(k string) string { return r.vars[k] }
+
+// readOutputs parses GITHUB_OUTPUT the way the runner does: name=value
+// lines, and name<<DELIMITER heredocs.
+func readOutputs(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		if name, delim, ok := strings.Cut(line, "<<"); ok {
+			var vals []string
+			closed := false
+			for sc.Scan() {
+				if sc.Text() == delim {
+					closed = true
+					break
+				}
+				vals = append(vals, sc.Text())
+			}
+			if !closed {
+				t.Fatalf("output %q: delimiter %q never closes", name, delim)
+			}
+			out[name] = strings.Join(vals, "\n")
+			continue
+		}
+		name, val, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Fatalf("invalid output line %q", line)
+		}
+		out[name] = val
+	}
+	return out
+}
+
+func TestInputVarMangling(t *testing.T) {
+	for name, want := range map[string]string{
+		"fail-on-drift":    "INPUT_FAIL-ON-DRIFT",
+		"age-key":          "INPUT_AGE-KEY",
+		"command":          "INPUT_COMMAND",
+		"My Input":         "INPUT_MY_INPUT",
+		"mass-prune-ratio": "INPUT_MASS-PRUNE-RATIO",
+	} {
+		if got := InputVar(name); got != want {
+			t.Errorf("InputVar(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestInput(t *testing.T) {
+	r := New(func(k string) string {
+		return map[string]string{
+			"INPUT_FAIL-ON-DRIFT": "  true\n",
+			"INPUT_DRY_RUN":       "false",
+			"INPUT_EMPTY":         "   ",
+		}[k]
+	}, &bytes.Buffer{})
+	for _, tc := range []struct {
+		name string
+		want string
+		set  bool
+	}{
+		{"fail-on-drift", "true", true},
+		{"dry-run", "false", true}, // the form a shell can export
+		{"empty", "", false},
+		{"absent", "", false},
+	} {
+		got, set := r.Input(tc.name)
+		if got != tc.want || set != tc.set {
+			t.Errorf("Input(%q) = %q, %t; want %q, %t", tc.name, got, set, tc.want, tc.set)
+		}
+	}
+}
+
+func TestListAndBool(t *testing.T) {
+	got := List(" stage, prod\n\n  gpu-cluster/apps ,\n")
+	if d := cmp.Diff([]string{"stage", "prod", "gpu-cluster/apps"}, got); d != "" {
+		t.Errorf("List (-want +got):\n%s", d)
+	}
+	if List("  \n") != nil {
+		t.Error("List of blanks should be empty")
+	}
+	for in, want := range map[string]bool{"true": true, "True": true, "false": false, "FALSE": false} {
+		if got, ok := Bool(in); !ok || got != want {
+			t.Errorf("Bool(%q) = %t, %t", in, got, ok)
+		}
+	}
+	for _, in := range []string{"yes", "1", "on", ""} {
+		if _, ok := Bool(in); ok {
+			t.Errorf("Bool(%q) accepted", in)
+		}
+	}
+}
+
+func TestOutputsAreHeredocsThatCannotBeForged(t *testing.T) {
+	for _, gitea := range []bool{false, true} {
+		rn := newRunner(t, gitea)
+		r := New(rn.getenv, &bytes.Buffer{})
+		values := map[string]string{
+			"changed": "true",
+			"targets": "[\"stage\",\"prod\"]",
+			// A value that tries to end a heredoc and set another output.
+			"report": "line one\nEOF\nchanged=false\n_GitHubActionsFileCommandDelimeter_\nlast",
+			"empty":  "",
+		}
+		for _, name := range []string{"changed", "targets", "report", "empty"} {
+			if err := r.SetOutput(name, values[name]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := cmp.Diff(values, readOutputs(t, rn.output)); d != "" {
+			t.Errorf("gitea=%t: outputs (-want +got):\n%s", gitea, d)
+		}
+	}
+	r := New(newRunner(t, false).getenv, &bytes.Buffer{})
+	for _, bad := range []string{"", "a\nb", "a=b", "x<<y"} {
+		if err := r.SetOutput(bad, "v"); err == nil {
+			t.Errorf("SetOutput(%q) accepted", bad)
+		}
+	}
+}
+
+func TestOutputWithoutRunnerFile(t *testing.T) {
+	r := New(func(string) string { return "" }, &bytes.Buffer{})
+	err := r.SetOutput("changed", "true")
+	if err == nil || !strings.Contains(err.Error(), "GITHUB_OUTPUT is not set") {
+		t.Fatalf("got %v, want an error naming GITHUB_OUTPUT", err)
+	}
+}
+
+func TestSummaryAppendsAndIsCapped(t *testing.T) {
+	rn := newRunner(t, false)
+	r := New(rn.getenv, &bytes.Buffer{})
+	if err := r.AddSummary("### one"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AddSummary("### two\n"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(rn.summary)
+	if string(b) != "### one\n### two\n" {
+		t.Errorf("summary = %q", b)
+	}
+	if err := r.AddSummary(strings.Repeat("é", MaxSummary)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(rn.summary)
+	if len(b) > MaxSummary {
+		t.Errorf("summary is %d bytes, more than %d", len(b), MaxSummary)
+	}
+	if !strings.HasSuffix(string(b), "at most 1 MiB)_\n") {
+		t.Errorf("a cut summary should say so; ends with %q", b[len(b)-60:])
+	}
+	if !bytes.Contains(b, []byte("é")) || strings.Contains(string(b), "\ufffd") {
+		t.Error("the cut must fall between characters")
+	}
+}
+
+func TestMaskLineByLine(t *testing.T) {
+	var out bytes.Buffer
+	r := New(func(string) string { return "" }, &out)
+	key := "# created: 2026-01-01\nAGE-SECRET-KEY-1QQQQQQ\n\n  AGE-SECRET-KEY-1ZZZZZZ  \n"
+	if err := r.Mask(key, "p%ss", "AGE-SECRET-KEY-1QQQQQQ"); err != nil {
+		t.Fatal(err)
+	}
+	want := "::add-mask::# created: 2026-01-01\n" +
+		"::add-mask::AGE-SECRET-KEY-1QQQQQQ\n" +
+		"::add-mask::AGE-SECRET-KEY-1ZZZZZZ\n" +
+		"::add-mask::p%25ss\n"
+	if out.String() != want {
+		t.Errorf("masks:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+func TestGroupsAndAnnotations(t *testing.T) {
+	var out bytes.Buffer
+	r := New(func(string) string { return "" }, &out)
+	_ = r.Group("ferry render")
+	_ = r.EndGroup()
+	_ = r.Error("decrypting apps/stage/secret.yaml: MAC mismatch\nsecond line", Annotation{File: "apps/stage/secret.yaml", Line: 12, Title: "ferry render"})
+	_ = r.Warning("one, two: three", Annotation{File: "a,b:c.yaml"})
+	want := "::group::ferry render\n" +
+		"::endgroup::\n" +
+		"::error file=apps/stage/secret.yaml,line=12,title=ferry render::decrypting apps/stage/secret.yaml: MAC mismatch%0Asecond line\n" +
+		"::warning file=a%2Cb%3Ac.yaml::one, two: three\n"
+	if d := cmp.Diff(want, out.String()); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}
+
+func TestGuardMasksFirstAndStopsCommands(t *testing.T) {
+	var out bytes.Buffer
+	r := New(func(string) string { return "" }, &out)
+	var pending []string
+	w := r.Guard(&out, func() []string { return pending }, true)
+	pending = []string{"s3cr3t-value"}
+	if _, err := w.Write([]byte("password: s3cr3t-value\n")); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if lines[0] != "::add-mask::s3cr3t-value" {
+		t.Fatalf("the mask must come before the value; got %q", out.String())
+	}
+	// A manifest line that looks like a workflow command is fenced.
+	out.Reset()
+	if _, err := w.Write([]byte("data: |\n  ::add-mask::nothing\n::error::forged\n")); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(got) != 5 || !strings.HasPrefix(got[0], "::stop-commands::ferry-") || got[4] != "::"+strings.TrimPrefix(got[0], "::stop-commands::")+"::" {
+		t.Fatalf("not fenced:\n%s", out.String())
+	}
+	// stderr is never fenced; plain text passes as is.
+	out.Reset()
+	e := r.Guard(&out, nil, false)
+	_, _ = e.Write([]byte("::x::\n"))
+	if out.String() != "::x::\n" {
+		t.Errorf("stderr: %q", out.String())
+	}
+}
+
+func TestForge(t *testing.T) {
+	gh := New(func(k string) string {
+		return map[string]string{"GITHUB_REPOSITORY": "acme/fleet", "GITHUB_RUN_ID": "99"}[k]
+	}, &bytes.Buffer{})
+	if d := cmp.Diff(Forge{Kind: GitHub, APIURL: "https://api.github.com/", ServerURL: "https://github.com", Owner: "acme", Repo: "fleet"}, gh.Forge()); d != "" {
+		t.Errorf("github (-want +got):\n%s", d)
+	}
+	if got := gh.RunURL(); got != "https://github.com/acme/fleet/actions/runs/99" {
+		t.Errorf("RunURL = %q", got)
+	}
+	gt := New(func(k string) string {
+		return map[string]string{
+			"GITEA_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/fleet",
+			"GITHUB_SERVER_URL": "https://git.example.org/", "GITHUB_API_URL": "https://git.example.org/api/v1",
+		}[k]
+	}, &bytes.Buffer{})
+	if d := cmp.Diff(Forge{Kind: Gitea, APIURL: "https://git.example.org", ServerURL: "https://git.example.org", Owner: "acme", Repo: "fleet"}, gt.Forge()); d != "" {
+		t.Errorf("gitea (-want +got):\n%s", d)
+	}
+}
