@@ -4,23 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ferry-ci/ferry/internal/config"
-	"github.com/ferry-ci/ferry/internal/gitrepo"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/render"
 )
 
 type applyOptions struct {
 	repo             string
-	kubeconfig       string
-	kubeconfigEnv    string
-	context          string
+	cluster          clusterFlags
 	revision         string
 	format           string
 	allowRemoteBases bool
@@ -72,9 +67,7 @@ Exit status: 0 applied, 2 any error (nothing is written when preflight fails).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.repo, "repo", ".", "repository root")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG)")
-	f.StringVar(&o.kubeconfigEnv, "kubeconfig-env", "", "name of an environment variable holding kubeconfig content")
-	f.StringVar(&o.context, "context", "", "kubeconfig context")
+	o.cluster.register(f)
 	f.StringVar(&o.revision, "revision", "", "Git revision being applied (default $GITHUB_SHA, else the repository's HEAD)")
 	f.StringVar(&o.format, "format", "text", "output: text, json or markdown")
 	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
@@ -118,21 +111,12 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 		return fmt.Errorf("nothing was applied: %w", err)
 	}
 
-	revision, isAncestor := o.revision, (func(a, b string) (bool, error))(nil)
-	if revision == "" {
-		revision = e.getenv("GITHUB_SHA")
-	}
-	if g, err := gitrepo.Open(repo.Root); err == nil {
-		isAncestor = g.IsAncestor
-		if revision == "" {
-			revision, _ = g.Head()
-		}
-	}
+	revision, isAncestor := checkedOut(e, repo.Root, o.revision)
 
 	var sets []*kube.ChangeSet
 	var applyErr error
 	for i, t := range targets {
-		client, err := o.client(e, t)
+		client, err := o.cluster.client(e, t)
 		if err != nil {
 			applyErr = fmt.Errorf("target %q: %w", t.Name, err)
 			break
@@ -154,42 +138,10 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	if err := printChangeSets(e.stdout, sets, o.format); err != nil {
 		return err
 	}
+	e.output("applied", countChanges(sets, kube.Created, kube.Configured))
+	e.output("pruned", countChanges(sets, kube.Pruned))
+	e.summary(markdownChangeSets(sets))
 	return applyErr
-}
-
-// client builds the cluster client of a target: its ferry.yaml settings
-// first, then the flags, then $KUBECONFIG.
-func (o *applyOptions) client(e *env, t *config.Target) (*kube.Client, error) {
-	opts := kube.ClientOptions{Context: o.context}
-	if t.Context != "" {
-		opts.Context = t.Context
-	}
-	envName := o.kubeconfigEnv
-	if t.KubeconfigEnv != "" {
-		envName = t.KubeconfigEnv
-	}
-	switch {
-	case t.Kubeconfig != "":
-		opts.Kubeconfig = t.Kubeconfig
-		if !filepath.IsAbs(opts.Kubeconfig) {
-			opts.Kubeconfig = filepath.Join(t.Root, opts.Kubeconfig)
-		}
-	case envName != "":
-		data := e.getenv(envName)
-		if data == "" {
-			return nil, fmt.Errorf("environment variable %s (kubeconfig content) is empty", envName)
-		}
-		opts.KubeconfigData = []byte(data)
-	case o.kubeconfig != "":
-		opts.Kubeconfig = o.kubeconfig
-	case e.getenv("KUBECONFIG") != "":
-		opts.Kubeconfig = strings.Split(e.getenv("KUBECONFIG"), string(os.PathListSeparator))[0]
-	default:
-		if home := e.getenv("HOME"); home != "" {
-			opts.Kubeconfig = filepath.Join(home, ".kube", "config")
-		}
-	}
-	return kube.NewClient(opts)
 }
 
 func printChangeSets(w io.Writer, sets []*kube.ChangeSet, format string) error {

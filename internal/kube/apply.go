@@ -333,11 +333,13 @@ func renderedCRDs(objs []*unstructured.Unstructured) map[schema.GroupKind]string
 
 // splitUnchanged finds the objects whose last applied configuration is the
 // same and whose fields ferry still owns exactly as it left them: applying
-// them again would change nothing, so they cost no request.
+// them again would change nothing, so they cost no request. Secrets with
+// stringData are always applied: their data can be edited without ferry's
+// fields (stringData) changing.
 func splitUnchanged(desired []*object, inv *Inventory) (toApply, unchanged []*object) {
 	for _, o := range desired {
 		rec, ok := inv.Records[o.key]
-		if ok && o.live != nil && rec.Config == o.config && rec.Fields == ownedFieldsHash(o.live) {
+		if ok && o.live != nil && rec.Config == o.config && rec.Fields == ownedFieldsHash(o.live) && !stringDataSecret(o.u) {
 			unchanged = append(unchanged, o)
 			continue
 		}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/gitrepo"
+	"github.com/ferry-ci/ferry/internal/kube"
+)
+
+// clusterFlags say how to reach a target's cluster when its ferry.yaml
+// entry does not: the commands that talk to clusters share them.
+type clusterFlags struct {
+	kubeconfig    string
+	kubeconfigEnv string
+	context       string
+}
+
+func (c *clusterFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG)")
+	f.StringVar(&c.kubeconfigEnv, "kubeconfig-env", "", "name of an environment variable holding kubeconfig content")
+	f.StringVar(&c.context, "context", "", "kubeconfig context")
+}
+
+// client builds the cluster client of a target: its ferry.yaml settings
+// first, then the flags, then $KUBECONFIG.
+func (c *clusterFlags) client(e *env, t *config.Target) (*kube.Client, error) {
+	opts := kube.ClientOptions{Context: c.context}
+	if t.Context != "" {
+		opts.Context = t.Context
+	}
+	envName := c.kubeconfigEnv
+	if t.KubeconfigEnv != "" {
+		envName = t.KubeconfigEnv
+	}
+	switch {
+	case t.Kubeconfig != "":
+		opts.Kubeconfig = t.Kubeconfig
+		if !filepath.IsAbs(opts.Kubeconfig) {
+			opts.Kubeconfig = filepath.Join(t.Root, opts.Kubeconfig)
+		}
+	case envName != "":
+		data := e.getenv(envName)
+		if data == "" {
+			return nil, fmt.Errorf("environment variable %s (kubeconfig content) is empty", envName)
+		}
+		opts.KubeconfigData = []byte(data)
+	case c.kubeconfig != "":
+		opts.Kubeconfig = c.kubeconfig
+	case e.getenv("KUBECONFIG") != "":
+		opts.Kubeconfig = strings.Split(e.getenv("KUBECONFIG"), string(os.PathListSeparator))[0]
+	default:
+		if home := e.getenv("HOME"); home != "" {
+			opts.Kubeconfig = filepath.Join(home, ".kube", "config")
+		}
+	}
+	return kube.NewClient(opts)
+}
+
+// checkedOut returns the revision being applied or compared: the flag,
+// else $GITHUB_SHA, else the repository's HEAD; and, when the repository
+// is a Git checkout, how to tell whether one commit is an ancestor of
+// another.
+func checkedOut(e *env, root, flag string) (revision string, isAncestor func(a, b string) (bool, error)) {
+	revision = flag
+	if revision == "" {
+		revision = e.getenv("GITHUB_SHA")
+	}
+	if g, err := gitrepo.Open(root); err == nil {
+		isAncestor = g.IsAncestor
+		if revision == "" {
+			revision, _ = g.Head()
+		}
+	}
+	return revision, isAncestor
+}

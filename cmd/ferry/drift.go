@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	runner "github.com/ferry-ci/ferry/internal/actions"
+	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/drift"
+	"github.com/ferry-ci/ferry/internal/forge"
+	"github.com/ferry-ci/ferry/internal/kube"
+	"github.com/ferry-ci/ferry/internal/render"
+)
+
+type driftOptions struct {
+	repo             string
+	cluster          clusterFlags
+	revision         string
+	format           string
+	reports          []string
+	failOnDrift      bool
+	heal             bool
+	concurrency      int
+	allowRemoteBases bool
+	forge            string
+	issueLabel       string
+	compare          kube.CompareOptions
+	// apply holds the heal's apply options.
+	apply kube.ApplyOptions
+}
+
+func newDriftCmd(e *env) *cobra.Command {
+	o := &driftOptions{compare: kube.DefaultCompareOptions(), apply: kube.DefaultApplyOptions()}
+	cmd := &cobra.Command{
+		Use:   "drift [TARGET...]",
+		Short: "Compare live clusters with Git and report drift",
+		Long: `Drift renders and decrypts the selected targets (all when none is named) at
+the checked-out revision and compares every object with its cluster, looking
+only at the fields ferry owns (its field manager's managedFields, and a
+server-side dry-run apply compared with the live object): server defaults and
+fields other controllers own are not drift. Each object that is not in sync
+is one of:
+
+  modified   a field ferry owns has another value now, or another field
+             manager owns it now (the field path and the manager are named)
+  missing    applied by ferry, deleted from the cluster since
+  orphaned   in the target's inventory but no longer in Git (prune never ran
+             or failed)
+  unowned    rendered and in the cluster, but in no inventory of the target:
+             not applied by ferry
+
+and, not drift: pending (Git changed since the revision recorded on the
+inventory: the target is simply behind Git, "not applied yet"), kept (no
+longer in Git, protected from pruning by an annotation). Secrets are compared
+key by key; values are never shown.
+
+A target that cannot be rendered, or whose cluster cannot be reached, is
+reported as an error; the other targets are still compared.
+
+--report summary appends the markdown report to the step summary
+($GITHUB_STEP_SUMMARY) when it is set; inside an Actions step the output
+drifted is "true" or "false". --report issue keeps one issue per target on the forge
+(GitHub or Gitea, from the Actions environment or --forge; token in
+FERRY_TOKEN, GITHUB_TOKEN or GITEA_TOKEN): "Drift detected in <target>", labelled --issue-label and
+found again by a hidden marker, opened when drift appears, edited while it
+lasts, closed with a comment when a run finds none (or --heal repaired it).
+Only issues the token's user opened are edited or closed.
+
+--heal applies each target that is not in sync after the report, through
+the apply path and its safety rules (lease, no older revision over a newer
+one, preflight dry-run, mass-prune guard). Healing takes back the fields
+other managers took (it forces conflicts); with --prune, or the target's
+prune: true, it deletes orphaned objects.
+
+Exit status: 0 no drift (or drift without --fail-on-drift), 1 drift found
+with --fail-on-drift (also when --heal repaired it), 2 any error.`,
+		Example: `  # every target, as a nightly job
+  ferry drift --kubeconfig-env KUBECONFIG_DATA --fail-on-drift
+
+  # one target, as JSON
+  ferry drift stage --format json
+
+  # report, then put the cluster back as Git says
+  ferry drift stage --heal --prune
+
+  # nightly in Actions: step summary, and an issue per drifted target
+  ferry drift --report summary,issue`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDrift(cmd.Context(), e, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.repo, "repo", ".", "repository root")
+	o.cluster.register(f)
+	f.StringVar(&o.revision, "revision", "", "Git revision checked out (default $GITHUB_SHA, else the repository's HEAD)")
+	f.StringVar(&o.format, "format", "text", "output: text, json or markdown")
+	f.StringSliceVar(&o.reports, "report", []string{"summary"}, "where else to report: summary (the step summary), issue (an issue per drifted target), none")
+	f.StringVar(&o.forge, "forge", "", "forge API for --report issue: github or gitea (default: from the Actions environment)")
+	f.StringVar(&o.issueLabel, "issue-label", "ferry-drift", "label of the drift issues")
+	f.BoolVar(&o.failOnDrift, "fail-on-drift", false, "exit 1 when any target drifted")
+	f.BoolVar(&o.heal, "heal", false, "after reporting, apply each target that is not in sync")
+	f.IntVar(&o.concurrency, "concurrency", 4, "targets compared at once")
+	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
+	f.StringVar(&o.compare.InventoryNamespace, "inventory-namespace", o.compare.InventoryNamespace, "namespace of the inventory Secrets and Leases")
+	a := &o.apply
+	f.BoolVar(&a.Prune, "prune", false, "with --heal: delete orphaned objects (also on for targets with prune: true)")
+	f.BoolVar(&a.AllowMassPrune, "allow-mass-prune", false, "with --heal: allow a prune that deletes more than half of the inventory")
+	f.DurationVar(&a.Lock.Wait, "lock-timeout", a.Lock.Wait, "with --heal: how long to wait for another run of the same target")
+	f.DurationVar(&a.Timeout, "timeout", a.Timeout, "with --heal: how long CRD establishment may take")
+	return cmd
+}
+
+func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error {
+	switch o.format {
+	case "text", "json", "markdown":
+	default:
+		return fmt.Errorf("--format %q: want text, json or markdown", o.format)
+	}
+	summary, issues := false, false
+	for _, r := range o.reports {
+		switch r {
+		case "summary":
+			summary = true
+		case "issue":
+			issues = true
+		case "none", "":
+		default:
+			return fmt.Errorf("--report %q: want summary, issue or none", r)
+		}
+	}
+	if o.concurrency < 1 {
+		return fmt.Errorf("--concurrency %d: want 1 or more", o.concurrency)
+	}
+	var issueForge forge.Forge
+	if issues {
+		f, err := o.issueForge(e)
+		if err != nil {
+			return err
+		}
+		issueForge = f
+	}
+	d, err := e.decryptor()
+	if err != nil {
+		return err
+	}
+	repo, err := config.Load(ctx, o.repo, render.Options{Decryptor: d, AllowRemoteBases: o.allowRemoteBases})
+	if err != nil {
+		return err
+	}
+	targets, err := repo.Select(args)
+	if err != nil {
+		return err
+	}
+	revision, isAncestor := checkedOut(e, repo.Root, o.revision)
+
+	// Render every target first (a Repo renders one at a time); a target
+	// that fails is an error of its own, never "everything is missing".
+	reports := make([]*drift.Report, len(targets))
+	objs := make([][]*unstructured.Unstructured, len(targets))
+	for i, t := range targets {
+		res, err := repo.Render(ctx, t)
+		if err != nil {
+			reports[i] = drift.ErrorReport(t.Name, err)
+			continue
+		}
+		objs[i] = res.Set.Objects
+	}
+
+	clients := make([]*kube.Client, len(targets))
+	sem := make(chan struct{}, o.concurrency)
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		if reports[i] != nil {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			clients[i], reports[i] = o.detect(ctx, e, t, objs[i], revision)
+		}()
+	}
+	wg.Wait()
+
+	if o.heal {
+		o.healAll(ctx, targets, objs, clients, reports, revision, isAncestor)
+	}
+	for _, r := range reports {
+		r.Redact(e.masker.Mask)
+	}
+	var issueErr error
+	if issues {
+		issueErr = syncDriftIssues(ctx, e, issueForge, o.issueLabel, reports, revision)
+	}
+
+	if err := printDrift(e, reports, o.format); err != nil {
+		return err
+	}
+	if err := reportDriftToActions(e, reports, summary); err != nil {
+		return err
+	}
+
+	var failed, drifted []string
+	for _, r := range reports {
+		if r.Failed() {
+			failed = append(failed, r.Target)
+		}
+		if r.Drifted() {
+			drifted = append(drifted, r.Target)
+		}
+	}
+	if len(failed) > 0 {
+		err := fmt.Errorf("drift: %d of %d targets could not be checked or healed: %s", len(failed), len(targets), strings.Join(failed, ", "))
+		return errors.Join(err, issueErr)
+	}
+	if issueErr != nil {
+		return issueErr
+	}
+	if o.failOnDrift && len(drifted) > 0 {
+		return &exitCodeError{code: exitDifferences, msg: "ferry: drift in " + strings.Join(drifted, ", ")}
+	}
+	return nil
+}
+
+// detect compares one target with its cluster.
+func (o *driftOptions) detect(ctx context.Context, e *env, t *config.Target, objs []*unstructured.Unstructured, revision string) (*kube.Client, *drift.Report) {
+	client, err := o.cluster.client(e, t)
+	if err != nil {
+		return nil, drift.ErrorReport(t.Name, err)
+	}
+	opts := o.compare
+	opts.Target = t.Name
+	cmp, err := client.Compare(ctx, objs, opts)
+	if err != nil {
+		r := drift.ErrorReport(t.Name, err)
+		r.Cluster = client.Host
+		return nil, r
+	}
+	return client, drift.Detect(cmp, revision)
+}
+
+// healAll applies, in dependency order, each target that is not in sync;
+// a target whose dependency failed to heal is not applied.
+func (o *driftOptions) healAll(ctx context.Context, targets []*config.Target, objs [][]*unstructured.Unstructured, clients []*kube.Client, reports []*drift.Report, revision string, isAncestor func(a, b string) (bool, error)) {
+	failed := map[string]bool{}
+	for i, t := range targets {
+		r := reports[i]
+		if r.Error != "" {
+			failed[t.Name] = true
+			continue
+		}
+		if !r.NeedsApply() {
+			continue
+		}
+		var broken []string
+		for _, dep := range t.DependsOn {
+			if failed[dep] {
+				broken = append(broken, dep)
+			}
+		}
+		if len(broken) > 0 {
+			r.HealError = "not healed: it depends on " + strings.Join(broken, ", ") + ", which could not be checked or healed"
+			failed[t.Name] = true
+			continue
+		}
+		opts := o.apply
+		opts.Target = t.Name
+		opts.Revision = revision
+		opts.IsAncestor = isAncestor
+		opts.InventoryNamespace = o.compare.InventoryNamespace
+		opts.Prune = opts.Prune || t.Prune
+		opts.ForceConflicts = true
+		cs, err := clients[i].Apply(ctx, objs[i], opts)
+		if cs != nil {
+			r.Heal = cs
+		}
+		if err != nil {
+			r.HealError = err.Error()
+			failed[t.Name] = true
+		}
+	}
+}
+
+func printDrift(e *env, reports []*drift.Report, format string) error {
+	switch format {
+	case "json":
+		return drift.JSON(e.stdout, reports)
+	case "markdown":
+		return drift.Markdown(e.stdout, reports)
+	}
+	return drift.Text(e.stdout, reports)
+}
+
+// reportDriftToActions sets the step output drifted and, with --report
+// summary, appends the markdown report to the step summary: through the
+// Actions runtime inside a step, else to the file GITHUB_STEP_SUMMARY
+// names, when it names one.
+func reportDriftToActions(e *env, reports []*drift.Report, summary bool) error {
+	drifted := false
+	for _, r := range reports {
+		drifted = drifted || r.Drifted()
+	}
+	e.output("drifted", strconv.FormatBool(drifted))
+	if !summary {
+		return nil
+	}
+	var b strings.Builder
+	if err := drift.Markdown(&b, reports); err != nil {
+		return err
+	}
+	if e.inActions() {
+		e.summary(b.String())
+		return nil
+	}
+	if e.getenv("GITHUB_STEP_SUMMARY") == "" {
+		return nil
+	}
+	if err := runner.New(e.getenv, io.Discard).AddSummary(e.masker.Mask(b.String())); err != nil {
+		return fmt.Errorf("step summary: %w", err)
+	}
+	return nil
+}
