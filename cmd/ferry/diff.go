@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,8 +9,11 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/diff"
+	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/render"
 )
 
@@ -26,6 +30,9 @@ type diffOptions struct {
 	forge            string
 	pr               int
 	maxComments      int
+	live             bool
+	cluster          clusterFlags
+	inventoryNS      string
 }
 
 func newDiffCmd(e *env) *cobra.Command {
@@ -79,6 +86,9 @@ to render at either revision (the other targets are still reported).`,
 	f.StringVar(&o.forge, "forge", "", "forge API: github or gitea (default: from the Actions environment)")
 	f.IntVar(&o.pr, "pr", 0, "pull request number for --comment (default: from the Actions event)")
 	f.IntVar(&o.maxComments, "max-comments", 10, "most comments one report may span before it is truncated")
+	f.BoolVar(&o.live, "live", false, "also compare each affected target's head render with its cluster (server-side dry-run; nothing is written)")
+	f.StringVar(&o.inventoryNS, "inventory-namespace", kube.DefaultInventoryNS, "namespace of the inventory Secrets (for --live)")
+	o.cluster.register(f)
 	return cmd
 }
 
@@ -116,9 +126,21 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	report, err := diff.Revisions(ctx, diff.Options{
-		Repo: o.repo, Base: o.base, Head: o.head, Render: ropts, Targets: args, FetchToken: e.token(),
-	})
+	dopts := diff.Options{Repo: o.repo, Base: o.base, Head: o.head, Render: ropts, Targets: args, FetchToken: e.token()}
+	if o.live {
+		dopts.Live = func(ctx context.Context, t *config.Target, objs []*unstructured.Unstructured) ([]diff.Object, error) {
+			client, err := o.cluster.client(e, t)
+			if err != nil {
+				return nil, err
+			}
+			cmp, err := client.Compare(ctx, objs, kube.CompareOptions{Target: t.Name, InventoryNamespace: o.inventoryNS, DryRunAll: true})
+			if err != nil {
+				return nil, err
+			}
+			return diff.Live(cmp, t.Prune), nil
+		}
+	}
+	report, err := diff.Revisions(ctx, dopts)
 	if err != nil {
 		return err
 	}
@@ -139,9 +161,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	if o.comment {
 		commentErr = postDiffComment(cmd, e, o, blocks)
 	}
-	if err := reportDiffToActions(e, report, markdown, o.reportFile); err != nil {
-		return err
-	}
+	reportDiffToActions(e, report, markdown, o.reportFile)
 	if commentErr != nil {
 		return commentErr
 	}
@@ -149,10 +169,13 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 		var names []string
 		for _, t := range report.Targets {
 			if t.Error != "" {
-				names = append(names, fmt.Sprintf("%s (at %s)", t.Name, t.Side))
+				names = append(names, fmt.Sprintf("%s (render failed at %s)", t.Name, t.Side))
+			}
+			if t.LiveError != "" {
+				names = append(names, fmt.Sprintf("%s (live comparison failed)", t.Name))
 			}
 		}
-		return fmt.Errorf("targets failed to render: %s", strings.Join(names, ", "))
+		return fmt.Errorf("targets failed: %s", strings.Join(names, ", "))
 	}
 	if o.exitCode && report.Changed() {
 		return &exitCodeError{code: exitDifferences}
@@ -208,12 +231,12 @@ type plannedTarget struct {
 	Why     string `json:"why"`
 }
 
+// marshalPlan is plan's output: a matrix of the affected targets, usable
+// as is by `strategy.matrix: ${{ fromJSON(...) }}`.
 func marshalPlan(p *diff.Plan) ([]byte, error) {
 	out := struct {
-		Base    string          `json:"base"`
-		Head    string          `json:"head"`
 		Include []plannedTarget `json:"include"`
-	}{Base: p.Base, Head: p.Head, Include: []plannedTarget{}}
+	}{Include: []plannedTarget{}}
 	for _, a := range p.Affected {
 		out.Include = append(out.Include, plannedTarget{a.Name, a.Cluster, a.Why})
 	}

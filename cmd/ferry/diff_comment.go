@@ -4,8 +4,62 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ferry-ci/ferry/internal/forge"
 )
 
+// openForge connects to the forge of the Actions run (or --forge), with
+// the token from FERRY_TOKEN, GITHUB_TOKEN or GITEA_TOKEN.
+func openForge(e *env, override string) (forge.Forge, error) {
+	kind, err := forge.ParseKind(override)
+	if err != nil {
+		return nil, err
+	}
+	getenv := func(k string) string {
+		if k == forge.TokenVar {
+			return e.token()
+		}
+		return e.getenv(k)
+	}
+	cfg, err := forge.Detect(getenv, kind)
+	if err != nil {
+		return nil, err
+	}
+	return forge.New(cfg)
+}
+
+// postDiffComment keeps the report in one comment (or numbered parts) on
+// the pull request.
 func postDiffComment(cmd *cobra.Command, e *env, o *diffOptions, blocks []string) error {
-	return fmt.Errorf("--comment: not wired yet")
+	if o.pr <= 0 {
+		return fmt.Errorf("--comment: no pull request number (pass --pr, or run on a pull_request event)")
+	}
+	f, err := openForge(e, o.forge)
+	if err != nil {
+		return fmt.Errorf("--comment: %w", err)
+	}
+	masked := make([]string, len(blocks))
+	for i, b := range blocks {
+		masked[i] = e.masker.Mask(b)
+	}
+	res, err := forge.Sticky{Key: "diff", MaxParts: o.maxComments}.Sync(cmd.Context(), f, o.pr, masked)
+	if err != nil {
+		return fmt.Errorf("--comment on pull request #%d: %w (the full report is in the step summary and --report-file)", o.pr, err)
+	}
+	what := "unchanged"
+	switch {
+	case len(res.Created) > 0 && len(res.Edited) == 0:
+		what = "created"
+	case res.Writes() > 0:
+		what = "updated"
+	}
+	msg := fmt.Sprintf("ferry: pull request #%d: diff comment %s (%d part(s))", o.pr, what, res.Parts)
+	if res.URL != "" {
+		msg += ": " + res.URL
+	}
+	if res.Truncated {
+		msg += "; truncated after --max-comments parts, the full report is in the step summary"
+	}
+	fmt.Fprintln(e.stderr, msg)
+	return nil
 }

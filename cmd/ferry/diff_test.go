@@ -339,7 +339,7 @@ func TestDiffBadInputs(t *testing.T) {
 		if !strings.Contains(res.stdout, "Deployment.apps/shop-production/shop (changed)") {
 			t.Errorf("the other target was not diffed:\n%s", res.stdout)
 		}
-		if !strings.Contains(res.stderr, "staging (at head)") {
+		if !strings.Contains(res.stderr, "staging (render failed at head)") {
 			t.Errorf("stderr does not name the failed target: %q", res.stderr)
 		}
 	})
@@ -356,6 +356,16 @@ func TestDiffBadInputs(t *testing.T) {
 		res := ferry(t, nil, "diff", "--repo", shallow, "--base", base)
 		if res.code != 2 || !strings.Contains(res.stderr, "fetch-depth: 0") || !strings.Contains(res.stderr, base) {
 			t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
+		}
+
+		// With a token, ferry fetches the base commit (the server must
+		// serve commits by hash, as GitHub and Gitea do).
+		if out, err := exec.Command(gitBin, "-C", p.dir, "config", "uploadpack.allowReachableSHA1InWant", "true").CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		res = ferry(t, map[string]string{"GITHUB_TOKEN": "test-token"}, "diff", "--repo", shallow, "--base", base, "--head", "HEAD", "production")
+		if res.code != 0 || !strings.Contains(res.stdout, "target production") {
+			t.Fatalf("with a token: exit %d\nstdout %s\nstderr %s", res.code, res.stdout, res.stderr)
 		}
 	})
 	t.Run("bad format", func(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -18,7 +19,7 @@ type planOptions struct {
 func newPlanCmd(e *env) *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
-		Use:   "plan --base REF [--head REF]",
+		Use:   "plan --base REF [--head REF] [TARGET...]",
 		Short: "List the targets a change affects, as JSON for a workflow matrix",
 		Long: `Plan prints the targets a change between two revisions affects: those whose
 definition changed or whose render reads a changed file (a change to a
@@ -26,7 +27,11 @@ shared base affects every overlay built on it). Unaffected targets are not
 rendered. The output is one line of JSON whose "include" list feeds a
 workflow matrix:
 
-  {"base":"…","head":"…","include":[{"target":"stage","why":"changed: apps/stage/patch.yaml"}]}
+  {"include":[{"target":"stage","why":"changed: apps/stage/patch.yaml"}]}
+
+Inside Actions the same JSON is the step output "matrix", and "targets" is
+the JSON list of their names (empty when nothing is affected: guard the
+matrix job with if: steps.plan.outputs.targets != '[]').
 
 Exit status: 0 listed (possibly none), 2 any error.`,
 		Example: `  # in a workflow step, for strategy.matrix: ${{ fromJSON(steps.plan.outputs.matrix) }}
@@ -51,7 +56,14 @@ Exit status: 0 listed (possibly none), 2 any error.`,
 				return err
 			}
 			fmt.Fprintln(e.stdout, string(b))
-			return reportPlanToActions(e, b)
+			names := []string{}
+			for _, a := range p.Affected {
+				names = append(names, a.Name)
+			}
+			nb, _ := json.Marshal(names)
+			e.output("matrix", string(b))
+			e.output("targets", string(nb))
+			return nil
 		},
 	}
 	f := cmd.Flags()

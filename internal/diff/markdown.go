@@ -69,17 +69,29 @@ func Markdown(r *Report) []string {
 			if o.Action == Unchanged {
 				continue
 			}
-			blocks = append(blocks, objectBlock(o))
+			blocks = append(blocks, objectBlock(o, ""))
+		}
+		if t.LiveError != "" {
+			blocks = append(blocks, "Could not compare with the live cluster:\n\n"+fence("text", t.LiveError))
+		}
+		if t.LiveCounts != nil {
+			c := t.LiveCounts
+			blocks = append(blocks, fmt.Sprintf("**`%s` against the live cluster:** %d to create, %d to change, %d to prune or leave, %d unchanged\n", code(t.Name), c.Added, c.Changed, c.Removed, c.Unchanged))
+			for _, o := range t.Live {
+				if o.Action != Unchanged {
+					blocks = append(blocks, objectBlock(o, "live: "))
+				}
+			}
 		}
 	}
 	return blocks
 }
 
-func objectBlock(o Object) string {
+func objectBlock(o Object, prefix string) string {
 	var b strings.Builder
-	label := string(o.Action)
+	label := prefix + string(o.Action)
 	if o.Pruned {
-		label = "removed, will be pruned"
+		label = prefix + "removed, will be pruned"
 	}
 	fmt.Fprintf(&b, "<details><summary><code>%s</code> (%s)</summary>\n\n", html.EscapeString(o.ID.String()), label)
 	for _, w := range o.Warnings {

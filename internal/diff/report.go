@@ -76,6 +76,11 @@ type Target struct {
 	Encrypted []EncryptedFile `json:"encrypted,omitempty"`
 	// NotCompared lists encrypted Secrets left out for lack of a key.
 	NotCompared []manifest.ID `json:"notCompared,omitempty"`
+	// Live compares the head render with the cluster (--live); LiveError
+	// says why that comparison could not be made.
+	Live       []Object `json:"live,omitempty"`
+	LiveCounts *Counts  `json:"liveCounts,omitempty"`
+	LiveError  string   `json:"liveError,omitempty"`
 }
 
 // EncryptedFile is a SOPS file that changed, compared without a key.
@@ -101,7 +106,10 @@ type Report struct {
 // Changed reports whether any object differs or any target failed.
 func (r *Report) Changed() bool {
 	for _, t := range r.Targets {
-		if t.Error != "" || t.Counts.Added+t.Counts.Changed+t.Counts.Removed > 0 || len(t.Encrypted) > 0 {
+		if t.Error != "" || t.LiveError != "" || t.Counts.Added+t.Counts.Changed+t.Counts.Removed > 0 || len(t.Encrypted) > 0 {
+			return true
+		}
+		if t.LiveCounts != nil && t.LiveCounts.Added+t.LiveCounts.Changed+t.LiveCounts.Removed > 0 {
 			return true
 		}
 	}
@@ -111,7 +119,7 @@ func (r *Report) Changed() bool {
 // Failed reports whether a target failed to render.
 func (r *Report) Failed() bool {
 	for _, t := range r.Targets {
-		if t.Error != "" {
+		if t.Error != "" || t.LiveError != "" {
 			return true
 		}
 	}

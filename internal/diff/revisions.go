@@ -32,6 +32,9 @@ type Options struct {
 	FetchToken string
 	// Targets limits the comparison to these names (all when empty).
 	Targets []string
+	// Live, when set, compares a target's head render with its cluster
+	// (diff --live); it is called for every affected target that renders.
+	Live func(ctx context.Context, t *config.Target, objs []*unstructured.Unstructured) ([]Object, error)
 }
 
 // Plan is the result of the affected-target analysis.
@@ -312,6 +315,20 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 			for _, o := range t.Objects {
 				for _, w := range o.Warnings {
 					r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %s %s", t.Name, o.ID, w))
+				}
+			}
+		}
+		if opts.Live != nil && a.head != nil && head != nil {
+			live, err := opts.Live(ctx, a.head, head.Set.Objects)
+			if err != nil {
+				t.LiveError = err.Error()
+			} else {
+				c := count(live)
+				t.Live, t.LiveCounts = live, &c
+				for _, o := range live {
+					for _, w := range o.Warnings {
+						r.Warnings = append(r.Warnings, fmt.Sprintf("%s (live): %s %s", t.Name, o.ID, w))
+					}
 				}
 			}
 		}

@@ -46,42 +46,13 @@ func Text(w io.Writer, r *Report, color bool) error {
 		for _, ef := range t.Encrypted {
 			fmt.Fprintf(&b, "  encrypted file %s changed (no key; keys from SOPS metadata):%s\n", ef.Path, plainKeys(ef.Added, ef.Removed, ef.Changed, "re-encrypted"))
 		}
-		for _, o := range t.Objects {
-			if o.Action == Unchanged {
-				continue
-			}
-			label := string(o.Action)
-			if o.Pruned {
-				label = "removed, will be pruned"
-			}
-			fmt.Fprintf(&b, "%s %s (%s)\n", paint(cyan, "---"), o.ID, label)
-			for _, warn := range o.Warnings {
-				b.WriteString(paint(yellow, "  warning: "+warn) + "\n")
-			}
-			if o.Secret != nil {
-				changed := "changed"
-				if o.Secret.Encrypted {
-					changed = "re-encrypted"
-				}
-				of := ""
-				if o.Secret.Of != "" {
-					of = " (compared with " + o.Secret.Of + ")"
-				}
-				fmt.Fprintf(&b, "  Secret keys%s:%s\n", of, plainKeys(o.Secret.Added, o.Secret.Removed, o.Secret.Changed, changed))
-			}
-			for _, l := range strings.SplitAfter(o.Diff, "\n") {
-				switch {
-				case l == "":
-				case strings.HasPrefix(l, "+"):
-					b.WriteString(paint(green, strings.TrimSuffix(l, "\n")) + "\n")
-				case strings.HasPrefix(l, "-"):
-					b.WriteString(paint(red, strings.TrimSuffix(l, "\n")) + "\n")
-				case strings.HasPrefix(l, "@@"):
-					b.WriteString(paint(cyan, strings.TrimSuffix(l, "\n")) + "\n")
-				default:
-					b.WriteString(l)
-				}
-			}
+		printObjects(&b, t.Objects, "", paint)
+		if t.LiveError != "" {
+			b.WriteString(paint(red, "  could not compare with the live cluster: "+t.LiveError) + "\n")
+		}
+		if c := t.LiveCounts; c != nil {
+			fmt.Fprintf(&b, "  against the live cluster: %d to create, %d to change, %d to prune or leave, %d unchanged\n", c.Added, c.Changed, c.Removed, c.Unchanged)
+			printObjects(&b, t.Live, "live: ", paint)
 		}
 	}
 	if r.Unaffected > 0 {
@@ -113,4 +84,44 @@ func JSON(w io.Writer, r *Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+func printObjects(b *strings.Builder, objects []Object, prefix string, paint func(c, s string) string) {
+	for _, o := range objects {
+		if o.Action == Unchanged {
+			continue
+		}
+		label := prefix + string(o.Action)
+		if o.Pruned {
+			label = prefix + "removed, will be pruned"
+		}
+		fmt.Fprintf(b, "%s %s (%s)\n", paint(cyan, "---"), o.ID, label)
+		for _, warn := range o.Warnings {
+			b.WriteString(paint(yellow, "  warning: "+warn) + "\n")
+		}
+		if o.Secret != nil {
+			changed := "changed"
+			if o.Secret.Encrypted {
+				changed = "re-encrypted"
+			}
+			of := ""
+			if o.Secret.Of != "" {
+				of = " (compared with " + o.Secret.Of + ")"
+			}
+			fmt.Fprintf(b, "  Secret keys%s:%s\n", of, plainKeys(o.Secret.Added, o.Secret.Removed, o.Secret.Changed, changed))
+		}
+		for _, l := range strings.SplitAfter(o.Diff, "\n") {
+			switch {
+			case l == "":
+			case strings.HasPrefix(l, "+"):
+				b.WriteString(paint(green, strings.TrimSuffix(l, "\n")) + "\n")
+			case strings.HasPrefix(l, "-"):
+				b.WriteString(paint(red, strings.TrimSuffix(l, "\n")) + "\n")
+			case strings.HasPrefix(l, "@@"):
+				b.WriteString(paint(cyan, strings.TrimSuffix(l, "\n")) + "\n")
+			default:
+				b.WriteString(l)
+			}
+		}
+	}
 }

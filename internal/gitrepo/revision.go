@@ -79,6 +79,11 @@ func (g *Repo) Fetch(ctx context.Context, rev, token string) error {
 		spec = fmt.Sprintf("+refs/heads/%s:refs/remotes/origin/%s", rev, rev)
 	}
 	opts := &git.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{config.RefSpec(spec)}}
+	if g.shallow() {
+		// Without a depth go-git tells the server it has the ancestors
+		// of the shallow tip, and the server sends nothing.
+		opts.Depth = 1
+	}
 	if auth != nil {
 		opts.Auth = auth
 	}

@@ -1,0 +1,69 @@
+package diff
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-ci/ferry/internal/kube"
+	"github.com/ferry-ci/ferry/internal/manifest"
+)
+
+// Live compares a target's head render with its cluster: each object as
+// the cluster holds it against what a server-side dry-run apply of the
+// head would make of it, both without what the server sets on its own
+// (managed fields, resource version, uid, generation, timestamps, status),
+// so defaults the server adds appear on both sides and cancel out.
+// Members of the target's inventory that are no longer rendered are
+// listed as removed (pruned when the target prunes).
+func Live(cmp *kube.Comparison, prune bool) []Object {
+	var out []Object
+	for _, lo := range cmp.Objects {
+		o := Object{ID: lo.ID}
+		switch {
+		case lo.Err != nil:
+			o.Action = Changed
+			o.Warnings = []string{"cannot be compared: " + lo.Err.Error()}
+		case lo.Live == nil:
+			o.Action = Added
+			o.Diff = Unified("", text(normalized(lo.Desired)))
+			if isSecret(lo.ID) {
+				o.Secret = &SecretChange{Added: secretKeys(lo.Desired)}
+			}
+		case lo.DryRun == nil:
+			o.Action = Unchanged
+		default:
+			live, want := normalized(lo.Live), normalized(lo.DryRun)
+			o.Diff = Unified(text(live), text(want))
+			if isSecret(lo.ID) {
+				if sc := compareSecrets(live, want); !sc.empty() {
+					o.Secret = sc
+				}
+			}
+			o.Action = Unchanged
+			if o.Diff != "" || o.Secret != nil {
+				o.Action = Changed
+				o.Warnings = immutable(live, want)
+			}
+		}
+		out = append(out, o)
+	}
+	for _, u := range cmp.Orphans {
+		o := Object{ID: manifest.IDOf(u), Action: Removed, Pruned: prune}
+		o.Diff = Unified(text(normalized(u)), "")
+		o.Warnings = removal(o)
+		out = append(out, o)
+	}
+	return out
+}
+
+func normalized(u *unstructured.Unstructured) *unstructured.Unstructured {
+	n := kube.Normalize(u)
+	// The last-applied annotation of client-side apply repeats the object.
+	if a := n.GetAnnotations(); a != nil {
+		delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+		if len(a) == 0 {
+			a = nil
+		}
+		n.SetAnnotations(a)
+	}
+	return n
+}
