@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ferry-ci/ferry/internal/forge/giteatest"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/kube/kubetest"
 )
@@ -18,7 +19,13 @@ import (
 // cp is the package's control plane (see TestMain).
 var cp *kubetest.ControlPlane
 
-func TestMain(m *testing.M) { os.Exit(kubetest.Run(m, &cp)) }
+// TestMain runs the tests with the control plane, and stops the Gitea the
+// forge tests start on first use.
+func TestMain(m *testing.M) {
+	code := kubetest.Run(m, &cp)
+	giteatest.Stop()
+	os.Exit(code)
+}
 
 // applyVars is the environment of an apply run: the example's key and the
 // plane's kubeconfig as content, the way CI secrets hand it over.
