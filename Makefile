@@ -6,10 +6,17 @@ TESTBIN := $(CURDIR)/.cache/testbin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build example test tools controlplane gitea vet bench bench-render bench-apply bench-diff clean
+.PHONY: build image example test tools controlplane gitea vet bench bench-render bench-apply bench-diff bench-drift bench-scan registry crane clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ferry ./cmd/ferry
+
+# The container image (Dockerfile, target image) built with buildah, no
+# Docker daemon: pushed to a local registry, pulled back and run as
+# 65532:65532; prints its compressed size. REGISTRY=host:port pushes
+# elsewhere.
+image:
+	VERSION=$(VERSION) hack/image.sh
 
 # ferry's main job on the bundled example, end to end: render the GPU-cluster
 # repo with its throwaway age key, then apply, re-apply and prune it on the
@@ -35,10 +42,10 @@ vet:
 	$(GO) vet ./...
 
 # The whole test suite, with the tools it compares against.
-test: tools controlplane gitea vet
+test: tools controlplane gitea registry vet
 	FERRY_TESTBIN=$(TESTBIN) $(GO) test -count=1 ./...
 
-bench: bench-render bench-apply bench-diff
+bench: bench-render bench-apply bench-diff bench-drift bench-scan
 
 bench-render: build tools
 	bench/render.sh
@@ -54,6 +61,26 @@ bench-diff: build tools
 # the test control plane. Numbers, not a test: nothing asserts a speed.
 bench-apply: build controlplane
 	$(GO) run ./bench/apply
+
+# Drift benchmark: ferry drift against kubectl diff --server-side over the
+# same 1,000 applied objects, 10 of them drifted, on the test control plane.
+bench-drift: build controlplane
+	$(GO) run ./bench/drift
+
+# Debian's docker-registry for the bump tests and the scan benchmark
+# (installed with apt-get when missing, as root or in CI).
+registry:
+	hack/registry.sh
+
+# crane, the tool the scan benchmark compares against, from the module graph.
+crane:
+	$(GO) build -o $(TESTBIN)/crane github.com/google/go-containerregistry/cmd/crane
+
+# Scan benchmark: ferry bump --dry-run over 50 image policies against
+# `crane ls` once per repository in sequence, on a local docker-registry
+# holding 50 repositories x 300 tags. Prints the ratio and ferry's peak RSS.
+bench-scan: build registry crane
+	$(GO) run ./bench/scan
 
 clean:
 	rm -rf $(BIN)

@@ -27,6 +27,57 @@ type File struct {
 	Sources map[string]string `json:"sources,omitempty" yaml:"sources,omitempty"`
 	// Clusters maps a cluster name to how ferry reaches it.
 	Clusters map[string]ClusterConfig `json:"clusters,omitempty" yaml:"clusters,omitempty"`
+	// ImagePolicies, when present, replace discovery of Flux
+	// ImageRepository and ImagePolicy objects for ferry bump.
+	ImagePolicies []ImagePolicyConfig `json:"imagePolicies,omitempty" yaml:"imagePolicies,omitempty"`
+}
+
+// ImagePolicyConfig declares one image policy with the field names of a
+// Flux ImageRepository (image, exclusionList, secretRef, insecure) and
+// ImagePolicy (filterTags, policy, digestReflectionPolicy) together.
+type ImagePolicyConfig struct {
+	Name string `json:"name" yaml:"name"`
+	// Namespace is the first part of the markers' NAMESPACE:NAME;
+	// DefaultNamespace when empty.
+	Namespace     string           `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	Image         string           `json:"image" yaml:"image"`
+	ExclusionList []string         `json:"exclusionList,omitempty" yaml:"exclusionList,omitempty"`
+	SecretRef     *LocalRef        `json:"secretRef,omitempty" yaml:"secretRef,omitempty"`
+	Insecure      bool             `json:"insecure,omitempty" yaml:"insecure,omitempty"`
+	FilterTags    *TagFilterConfig `json:"filterTags,omitempty" yaml:"filterTags,omitempty"`
+	Policy        PolicyChoice     `json:"policy" yaml:"policy"`
+	// DigestReflectionPolicy is Never (the default), IfNotPresent or
+	// Always: whether full-image markers get the tag's digest.
+	DigestReflectionPolicy string `json:"digestReflectionPolicy,omitempty" yaml:"digestReflectionPolicy,omitempty"`
+}
+
+// LocalRef names an object in the same namespace.
+type LocalRef struct {
+	Name string `json:"name" yaml:"name"`
+}
+
+// TagFilterConfig is an ImagePolicy's filterTags.
+type TagFilterConfig struct {
+	Pattern string `json:"pattern,omitempty" yaml:"pattern,omitempty"`
+	Extract string `json:"extract,omitempty" yaml:"extract,omitempty"`
+}
+
+// PolicyChoice is an ImagePolicy's policy: one of semver, numerical,
+// alphabetical.
+type PolicyChoice struct {
+	SemVer       *SemVerConfig `json:"semver,omitempty" yaml:"semver,omitempty"`
+	Numerical    *OrderConfig  `json:"numerical,omitempty" yaml:"numerical,omitempty"`
+	Alphabetical *OrderConfig  `json:"alphabetical,omitempty" yaml:"alphabetical,omitempty"`
+}
+
+// SemVerConfig is policy.semver.
+type SemVerConfig struct {
+	Range string `json:"range" yaml:"range"`
+}
+
+// OrderConfig is policy.numerical or policy.alphabetical.
+type OrderConfig struct {
+	Order string `json:"order,omitempty" yaml:"order,omitempty"`
 }
 
 // ClusterConfig says how to reach one cluster.
@@ -162,6 +213,24 @@ func ParseFile(data []byte) (*File, error) {
 			return nil, fmt.Errorf("%s: target %q is declared twice", FileName, t.Name)
 		}
 		seen[t.Name] = true
+	}
+	policies := map[string]bool{}
+	for i, p := range f.ImagePolicies {
+		ns := p.Namespace
+		if ns == "" {
+			ns = DefaultNamespace
+		}
+		switch {
+		case p.Name == "":
+			return nil, fmt.Errorf("%s: imagePolicies[%d]: name is required", FileName, i)
+		case strings.ContainsAny(p.Name+ns, ":/ \t"):
+			return nil, fmt.Errorf("%s: image policy %q: name and namespace cannot contain ':', '/' or blanks", FileName, ns+"/"+p.Name)
+		case strings.TrimSpace(p.Image) == "":
+			return nil, fmt.Errorf("%s: image policy %q: image is required", FileName, p.Name)
+		case policies[ns+"/"+p.Name]:
+			return nil, fmt.Errorf("%s: image policy %q is declared twice", FileName, ns+"/"+p.Name)
+		}
+		policies[ns+"/"+p.Name] = true
 	}
 	return &f, nil
 }

@@ -125,6 +125,41 @@ targets:
 				PostBuild: map[string]any{"substitute": map[string]any{"env": "staging"}},
 			}}},
 		},
+		{
+			name: "image policies with Flux's field names",
+			yaml: `
+imagePolicies:
+  - name: api
+    image: ghcr.io/org/mono
+    exclusionList: ['^.*\.sig$']
+    secretRef: {name: ghcr}
+    filterTags:
+      pattern: '^api-(?P<version>.*)$'
+      extract: '$version'
+    policy:
+      semver:
+        range: '>=0.20.0'
+  - name: build
+    namespace: apps
+    image: 127.0.0.1:5000/build
+    insecure: true
+    policy: {numerical: {order: asc}}
+    digestReflectionPolicy: Always
+`,
+			want: &config.File{ImagePolicies: []config.ImagePolicyConfig{
+				{
+					Name: "api", Image: "ghcr.io/org/mono", ExclusionList: []string{`^.*\.sig$`},
+					SecretRef:  &config.LocalRef{Name: "ghcr"},
+					FilterTags: &config.TagFilterConfig{Pattern: "^api-(?P<version>.*)$", Extract: "$version"},
+					Policy:     config.PolicyChoice{SemVer: &config.SemVerConfig{Range: ">=0.20.0"}},
+				},
+				{
+					Name: "build", Namespace: "apps", Image: "127.0.0.1:5000/build", Insecure: true,
+					Policy:                 config.PolicyChoice{Numerical: &config.OrderConfig{Order: "asc"}},
+					DigestReflectionPolicy: "Always",
+				},
+			}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -306,6 +341,9 @@ func FuzzParseFile(f *testing.F) {
 		"- a\n- b\n",
 		"targets: &x [{name: a, path: a}]\nsources: *x\n",
 		"targets: [{name: a, path: a, commonMetadata: {labels: {a: b}}, components: [c]}]\n",
+		"imagePolicies: [{name: app, image: ghcr.io/org/app, policy: {semver: {range: '>=1.0.0'}}}]\n",
+		"imagePolicies:\n  - name: b\n    namespace: apps\n    image: r/b\n    exclusionList: [x]\n    secretRef: {name: s}\n    insecure: true\n    filterTags: {pattern: '^(?P<n>.*)$', extract: $n}\n    policy: {numerical: {order: asc}, alphabetical: {}}\n    digestReflectionPolicy: Always\n",
+		"imagePolicies: [{name: a, image: x}, {name: a, namespace: flux-system, image: y}]\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -329,6 +367,17 @@ func FuzzParseFile(f *testing.F) {
 				t.Fatalf("target %q accepted twice", tc.Name)
 			}
 			seen[tc.Name] = true
+		}
+		policies := map[string]bool{}
+		for i, p := range file.ImagePolicies {
+			ns := p.Namespace
+			if ns == "" {
+				ns = config.DefaultNamespace
+			}
+			if p.Name == "" || strings.TrimSpace(p.Image) == "" || policies[ns+"/"+p.Name] {
+				t.Fatalf("imagePolicies[%d] = %+v accepted without a name or an image, or twice", i, p)
+			}
+			policies[ns+"/"+p.Name] = true
 		}
 		out, err := yaml.Marshal(file)
 		if err != nil {

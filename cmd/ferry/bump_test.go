@@ -1,0 +1,340 @@
+package main
+
+import (
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ferry-ci/ferry/internal/images"
+	"github.com/ferry-ci/ferry/internal/images/registrytest"
+)
+
+// bumpRegistry is a real docker-registry holding the fixture's images:
+// app (semver), mono (api-* and sherpa-* tags of two components) and
+// build (numerical build numbers), with signature, floating and
+// pre-release tags mixed in.
+type bumpRegistry struct {
+	*registrytest.Registry
+	digests map[string]string // repo:tag -> digest
+}
+
+func startBumpRegistry(t *testing.T) *bumpRegistry {
+	t.Helper()
+	reg := registrytest.Start(t)
+	r := &bumpRegistry{Registry: reg, digests: map[string]string{}}
+	for repo, tags := range map[string][]string{
+		"team/app":   {"1.23.0", "1.24.0", "1.25.0", "1.26.0-rc.1", "latest", "1.27.0.sig"},
+		"team/mono":  {"api-0.20.0", "api-0.21.0", "api-0.22.0-rc.1", "sherpa-0.20.0", "sherpa-0.20.1"},
+		"team/build": {"03300206", "03300207", "03300208", "3300199", "latest", "main-abc1234"},
+	} {
+		for tag, d := range reg.MustPush(t, repo, tags...) {
+			r.digests[repo+":"+tag] = d
+		}
+	}
+	return r
+}
+
+// env is what a CI job sets: the registry's credentials per host, and the
+// app ImageRepository's secretRef.
+func (r *bumpRegistry) env() map[string]string {
+	host := images.RegistryEnv(r.Host)
+	return map[string]string{
+		host + "_USERNAME":              r.Username,
+		host + "_PASSWORD":              r.Password,
+		"FERRY_SECRET_REGCRED_USERNAME": r.Username,
+		"FERRY_SECRET_REGCRED_PASSWORD": r.Password,
+	}
+}
+
+// bumpFixture copies testdata/bump/<name> to a temporary folder with
+// REGISTRY replaced by host, applying edits (file -> old -> new) on the
+// way, and returns the folder.
+func bumpFixture(t *testing.T, name, host string, edits map[string][2]string) string {
+	t.Helper()
+	dst := t.TempDir()
+	src := filepath.Join("testdata", "bump", name)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		s := strings.ReplaceAll(string(b), "REGISTRY", host)
+		if e, ok := edits[filepath.ToSlash(rel)]; ok {
+			if !strings.Contains(s, e[0]) {
+				t.Fatalf("fixture %s has no %q to edit", rel, e[0])
+			}
+			s = strings.Replace(s, e[0], e[1], 1)
+		}
+		out := filepath.Join(dst, rel)
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(out, []byte(s), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// readTree returns every file under dir by slash path.
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// placeholders turns the run's registry host and digests back into the
+// names the golden files use.
+func (r *bumpRegistry) placeholders(s string) string {
+	keys := make([]string, 0, len(r.digests))
+	for k := range r.digests {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		s = strings.ReplaceAll(s, r.digests[k], "<digest of "+k+">")
+	}
+	return strings.ReplaceAll(s, r.Host, "REGISTRY")
+}
+
+func TestBumpDockerRegistry(t *testing.T) {
+	reg := startBumpRegistry(t)
+
+	t.Run("dry run prints the exact edit and changes nothing", func(t *testing.T) {
+		repo := bumpFixture(t, "fleet", reg.Host, nil)
+		before := readTree(t, repo)
+		res := ferry(t, reg.env(), "bump", "--dry-run", "--repo", repo)
+		if res.code != exitOK {
+			t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
+		}
+		golden(t, "bump/fleet.diff", []byte(reg.placeholders(res.stdout)))
+		golden(t, "bump/fleet.dry-run.stderr", []byte(reg.placeholders(res.stderr)))
+		if diff := cmp.Diff(before, readTree(t, repo)); diff != "" {
+			t.Errorf("--dry-run changed files (-before +after):\n%s", diff)
+		}
+	})
+
+	t.Run("plain run rewrites exactly the marked lines", func(t *testing.T) {
+		repo := bumpFixture(t, "fleet", reg.Host, nil)
+		res := ferry(t, reg.env(), "bump", "--repo", repo)
+		if res.code != exitOK {
+			t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
+		}
+		want := readTree(t, bumpFixture(t, "fleet-bumped", reg.Host, nil))
+		if diff := cmp.Diff(want, readTree(t, repo)); diff != "" {
+			t.Errorf("bumped repository (-want +got):\n%s", diff)
+		}
+		golden(t, "bump/fleet.stdout", []byte(reg.placeholders(res.stdout)))
+		// A second run has nothing left to do.
+		again := ferry(t, reg.env(), "bump", "--dry-run", "--repo", repo)
+		if again.code != exitOK || again.stdout != "" {
+			t.Errorf("second run: exit %d, diff:\n%s\nstderr:\n%s", again.code, again.stdout, again.stderr)
+		}
+	})
+
+	t.Run("one policy", func(t *testing.T) {
+		repo := bumpFixture(t, "fleet", reg.Host, nil)
+		res := ferry(t, reg.env(), "bump", "--repo", repo, "--policy", "apps/build")
+		if res.code != exitOK {
+			t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
+		}
+		want := readTree(t, bumpFixture(t, "fleet", reg.Host, map[string][2]string{
+			"apps/build/values.yaml": {"'03300207'", "'03300208'"},
+		}))
+		if diff := cmp.Diff(want, readTree(t, repo)); diff != "" {
+			t.Errorf("repository (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("webhook payload scans only the pushed image", func(t *testing.T) {
+		repo := bumpFixture(t, "fleet", reg.Host, nil)
+		payload := filepath.Join(t.TempDir(), "event.json")
+		harbor := `{"type": "PUSH_ARTIFACT", "event_data": {"resources": [{"tag": "api-0.21.0", "resource_url": "` + reg.Host + `/team/mono:api-0.21.0"}],
+		  "repository": {"name": "mono", "namespace": "team", "repo_full_name": "team/mono"}}}`
+		if err := os.WriteFile(payload, []byte(harbor), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res := ferry(t, reg.env(), "bump", "--repo", repo, "--webhook-payload", payload)
+		if res.code != exitOK {
+			t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
+		}
+		want := readTree(t, bumpFixture(t, "fleet", reg.Host, map[string][2]string{
+			"apps/mono/kustomization.yaml": {`"api-0.20.0"`, `"api-0.21.0"`},
+		}))
+		if diff := cmp.Diff(want, readTree(t, repo)); diff != "" {
+			t.Errorf("repository (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("no matching tag is a warning, not an error", func(t *testing.T) {
+		repo := bumpFixture(t, "fleet", reg.Host, map[string][2]string{
+			"clusters/prod/image-automation.yaml": {"range: '>=1.0.0'", "range: '>=9.0.0'"},
+		})
+		before := readTree(t, repo)
+		res := ferry(t, reg.env(), "bump", "--repo", repo, "--policy", "app")
+		if res.code != exitOK {
+			t.Fatalf("exit %d, want 0; stderr:\n%s", res.code, res.stderr)
+		}
+		want := "ferry: warning: ImagePolicy/flux-system/app: no tag of " + reg.Host + "/team/app matches the policy (6 tags listed); nothing to bump\n"
+		if res.stderr != want {
+			t.Errorf("stderr:\n%s\nwant:\n%s", res.stderr, want)
+		}
+		if diff := cmp.Diff(before, readTree(t, repo)); diff != "" {
+			t.Errorf("files changed (-before +after):\n%s", diff)
+		}
+	})
+
+	// Bad inputs: exit 2, a message naming the policy or the file, and
+	// not one file changed (the other policies would have bumped).
+	closed := closedPort(t)
+	bad := []struct {
+		name  string
+		edits map[string][2]string
+		env   map[string]string
+		want  string
+	}{
+		{
+			name:  "invalid regex",
+			edits: map[string][2]string{"clusters/prod/image-automation.yaml": {"'^api-(?P<version>.*)$'", "'^api-(?P<version>.*$'"}},
+			want:  "ferry: ImagePolicy/flux-system/api (clusters/prod/image-automation.yaml:35): filterTags.pattern: invalid regular expression \"^api-(?P<version>.*$\": missing closing ): `^api-(?P<version>.*$`\n",
+		},
+		{
+			name:  "extract naming a missing group",
+			edits: map[string][2]string{"clusters/prod/image-automation.yaml": {"extract: '$version'", "extract: '$ver'"}},
+			want:  "ferry: ImagePolicy/flux-system/api (clusters/prod/image-automation.yaml:35): filterTags.extract \"$ver\": the pattern has no group named \"ver\" (it has version)\n",
+		},
+		{
+			name:  "invalid semver range",
+			edits: map[string][2]string{"clusters/prod/image-automation.yaml": {"range: '>=1.0.0'", "range: '>=1.0.0 <<2'"}},
+			want:  "ferry: ImagePolicy/flux-system/app (clusters/prod/image-automation.yaml:13): policy.semver.range \">=1.0.0 <<2\": improper constraint: \">=1.0.0 <<2\"\n",
+		},
+		{
+			name:  "marker naming a policy that does not exist",
+			edits: map[string][2]string{"apps/app/deployment.yaml": {`image: "REGISTRY/team/app:1.23.0"`, `image: "REGISTRY/team/app:1.23.0" # {"$imagepolicy": "flux-system:app-migrate"}`}},
+			want:  "ferry: apps/app/deployment.yaml:21: marker names ImagePolicy/flux-system/app-migrate, which the repository does not declare\n",
+		},
+		{
+			name: "registry 401",
+			env:  map[string]string{"FERRY_SECRET_REGCRED_PASSWORD": "wrong-password"},
+			want: "ferry: ImagePolicy/flux-system/app: registry REGISTRY rejected the credentials from FERRY_SECRET_REGCRED_USERNAME/_PASSWORD for REGISTRY/team/app (401 Unauthorized)\n",
+		},
+		{
+			name:  "registry unreachable",
+			edits: map[string][2]string{"clusters/prod/image-automation.yaml": {"image: REGISTRY/team/build", "image: " + closed + "/team/build"}},
+			want:  "ferry: ImagePolicy/apps/build: registry " + closed + " is unreachable (reading " + closed + "/team/build): dial tcp " + closed + ": connect: connection refused\n",
+		},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			// The fixture's REGISTRY is the live registry; edits name
+			// the placeholder, so apply them before substituting.
+			repo := bumpFixture(t, "fleet", reg.Host, placeholderEdits(tc.edits, reg.Host))
+			before := readTree(t, repo)
+			env := reg.env()
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			for _, mode := range [][]string{nil, {"--dry-run"}} {
+				res := ferry(t, env, append([]string{"bump", "--repo", repo}, mode...)...)
+				if res.code != exitError {
+					t.Errorf("%v: exit %d, want 2; stderr:\n%s", mode, res.code, res.stderr)
+				}
+				if got := reg.placeholders(res.stderr); got != tc.want {
+					t.Errorf("%v: stderr:\n%s\nwant:\n%s", mode, got, tc.want)
+				}
+				if res.stdout != "" {
+					t.Errorf("%v: stdout:\n%s", mode, res.stdout)
+				}
+				if strings.Contains(res.stderr, "wrong-password") || strings.Contains(res.stderr, reg.Password) {
+					t.Errorf("%v: stderr shows a password", mode)
+				}
+			}
+			if diff := cmp.Diff(before, readTree(t, repo)); diff != "" {
+				t.Errorf("files changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// placeholderEdits writes REGISTRY in edits as host, as the fixture's
+// files hold it once copied.
+func placeholderEdits(edits map[string][2]string, host string) map[string][2]string {
+	out := map[string][2]string{}
+	for k, e := range edits {
+		out[k] = [2]string{strings.ReplaceAll(e[0], "REGISTRY", host), strings.ReplaceAll(e[1], "REGISTRY", host)}
+	}
+	return out
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestBumpFlags(t *testing.T) {
+	t.Parallel()
+	repo := bumpFixture(t, "fleet", "127.0.0.1:1", nil)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"dry-run and pr", []string{"--dry-run", "--pr"}, "ferry: --dry-run and --pr exclude each other\n"},
+		{"unknown policy", []string{"--policy", "nope"}, "ferry: --policy \"nope\": no such image policy (the repository has apps/build, flux-system/api, flux-system/app, flux-system/sherpa)\n"},
+		{"not a repository", []string{"--repo", filepath.Join(repo, "missing")}, "ferry: repository " + filepath.Join(repo, "missing") + ": not a directory\n"},
+		{"unreadable webhook payload", []string{"--webhook-payload", filepath.Join(repo, "missing.json")}, "ferry: --webhook-payload: open " + filepath.Join(repo, "missing.json") + ": no such file or directory\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"bump", "--repo", repo}, tc.args...)
+			res := ferry(t, nil, args...)
+			if res.code != exitError || res.stderr != tc.want {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and:\n%s", res.code, res.stderr, tc.want)
+			}
+		})
+	}
+}
+
+func TestBumpWebhookForOtherImage(t *testing.T) {
+	t.Parallel()
+	repo := bumpFixture(t, "fleet", "127.0.0.1:1", nil)
+	payload := filepath.Join(t.TempDir(), "event.json")
+	if err := os.WriteFile(payload, []byte(`{"client_payload": {"image": "ghcr.io/org/unrelated:1.0.0"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := ferry(t, nil, "bump", "--repo", repo, "--webhook-payload", payload)
+	if res.code != exitOK || res.stderr != "ferry: the webhook names ghcr.io/org/unrelated; no image policy scans it\n" {
+		t.Errorf("exit %d, stderr:\n%s", res.code, res.stderr)
+	}
+}

@@ -1,0 +1,145 @@
+package images
+
+import (
+	"bytes"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// FuzzParseMarkers checks that the marker parser never panics, that each
+// marker it reports sits on its line and reads back as its value, and
+// that rewriting every marker changes nothing but the marked values: the
+// same lines, the same markers, each now holding the new value.
+func FuzzParseMarkers(f *testing.F) {
+	for _, seed := range []string{
+		"image: ghcr.io/org/app:1.0.0 # {\"$imagepolicy\": \"flux-system:app\"}\n",
+		"  - image: \"a:1\"   #{\"$imagepolicy\":\"ns:n:tag\"} trailing\r\n",
+		"newTag: '1.0' # {\"$imagepolicy\": \"ns:n:tag\"}\nnewName: x # {\"$imagepolicy\": \"ns:n:name\"}",
+		"- - x # {\"$imagepolicy\": \"a:b:digest\"}\n# image: y # {\"$imagepolicy\": \"a:b\"}\n",
+		"\"k\\\"ey\": \"v\\\\a\\u0041\" # {\"$imagepolicy\": \"a:b\"}\n",
+		"k: 'it''s' # {\"$imagepolicy\": \"a:b\"}\n",
+		"image: # {\"$imagepolicy\": \"a:b\"}\n",
+		"image: [a] # {\"$imagepolicy\": \"a:b\"}\n",
+		"k: v\t#\t{\"$imagepolicy\": \"a:b\", \"x\": [1]}\n",
+		"k: v # {\"$imagepolicy\": \"a:b:tag\"} # {\"$imagepolicy\": \"c:d\"}\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ms, err := ParseMarkers("f.yaml", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.yaml:") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		latest := map[string]*PolicyResult{}
+		marked := map[int]bool{}
+		for _, m := range ms {
+			if m.off < 0 || m.end < m.off || m.end > len(data) {
+				t.Fatalf("marker %+v outside the data", m)
+			}
+			if line := bytes.Count(data[:m.off], []byte("\n")) + 1; line != m.Line {
+				t.Fatalf("marker %+v is on line %d", m, line)
+			}
+			v, err := unquote(string(data[m.off:m.end]), m.quote)
+			if err != nil || v != m.Value {
+				t.Fatalf("marker %+v: its text reads as %q, %v", m, v, err)
+			}
+			ns, name, _ := strings.Cut(m.Policy, ":")
+			latest[m.Policy] = &PolicyResult{
+				Policy: &Policy{Namespace: ns, Name: name, Image: "reg.example/x"},
+				Tag:    "9.9.9-fuzz",
+				Digest: "sha256:abcd",
+			}
+			marked[m.Line] = true
+		}
+		out, _, err := rewrite(data, ms, latest)
+		if err != nil {
+			t.Fatalf("rewrite: %v", err)
+		}
+		before, after := bytes.Split(data, []byte("\n")), bytes.Split(out, []byte("\n"))
+		if len(before) != len(after) {
+			t.Fatalf("rewrite changed the number of lines from %d to %d", len(before), len(after))
+		}
+		for i := range before {
+			if !marked[i+1] && !bytes.Equal(before[i], after[i]) {
+				t.Fatalf("rewrite changed unmarked line %d: %q -> %q", i+1, before[i], after[i])
+			}
+		}
+		again, err := ParseMarkers("f.yaml", out)
+		if err != nil {
+			t.Fatalf("the rewritten file no longer parses: %v\n%q", err, out)
+		}
+		if len(again) != len(ms) {
+			t.Fatalf("the rewritten file has %d markers, want %d", len(again), len(ms))
+		}
+		for i, m := range again {
+			r := latest[m.Policy]
+			if m.Policy != ms[i].Policy || m.Field != ms[i].Field || m.Line != ms[i].Line || r == nil {
+				t.Fatalf("marker %d changed: %+v -> %+v", i, ms[i], m)
+			}
+			if want := Value(r.Policy, m.Field, r.Tag, r.Digest); m.Value != want {
+				t.Fatalf("marker %+v holds %q after the rewrite, want %q", m, m.Value, want)
+			}
+		}
+	})
+}
+
+// FuzzTagFilter checks that compiling any filter either fails naming the
+// policy or selects only tags that were given, are not excluded, and
+// match the pattern.
+func FuzzTagFilter(f *testing.F) {
+	f.Add(`^api-(?P<version>.*)$`, "$version", "api-1.0.0\napi-1.2.0\nsherpa-2.0.0\napi-3.0.0.sig", ">=1.0.0")
+	f.Add(`^(?P<ts>\d+)$`, "${ts}", "1\n2\n03\nx", "")
+	f.Add(`(`, "", "a", "*")
+	f.Add(`^a(.*)`, "$1$2", "ab", "*")
+	f.Add(`^a(.*)`, "$$x", "ab\n", "<1")
+	f.Add(`.*`, "$", "\n\n", "")
+	f.Fuzz(func(t *testing.T, pattern, extract, tagList, semverRange string) {
+		tags := strings.Split(tagList, "\n")
+		for kind := range 3 {
+			p := &Policy{Name: "p", Namespace: "ns", Image: "reg.example/x", FilterTags: &TagFilter{Pattern: pattern, Extract: extract}}
+			switch kind {
+			case 0:
+				p.SemVer = &SemVerPolicy{Range: semverRange}
+			case 1:
+				p.Numerical = &OrderPolicy{}
+			case 2:
+				p.Alphabetical = &OrderPolicy{Order: "desc"}
+			}
+			s, err := p.Compile()
+			if err != nil {
+				if !strings.HasPrefix(err.Error(), "ImagePolicy/ns/p: ") {
+					t.Fatalf("error %q does not name the policy", err)
+				}
+				continue
+			}
+			re := regexp.MustCompile(pattern)
+			for value, tag := range s.Filter(tags) {
+				if !slices.Contains(tags, tag) {
+					t.Fatalf("Filter returned %q, not a given tag", tag)
+				}
+				if tag == "" || strings.HasSuffix(tag, ".sig") || !re.MatchString(tag) {
+					t.Fatalf("Filter kept %q (value %q)", tag, value)
+				}
+				if extract == "" && value != tag {
+					t.Fatalf("Filter without extract valued %q as %q", tag, value)
+				}
+			}
+			got, err := s.Latest(tags)
+			if err != nil {
+				if !errors.Is(err, ErrNoMatch) {
+					t.Fatalf("Latest: %v, not ErrNoMatch", err)
+				}
+				continue
+			}
+			if !slices.Contains(tags, got) {
+				t.Fatalf("Latest = %q, not a given tag", got)
+			}
+		}
+	})
+}
