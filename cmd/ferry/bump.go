@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -78,7 +79,10 @@ GITEA_ACTIONS) or --forge.
 
 With --webhook-payload only the policies of the pushed image are scanned:
 the file holds a Harbor push webhook or a repository_dispatch event (or
-its client_payload) naming {"image": "REGISTRY/REPOSITORY"}.
+its client_payload) naming {"image": "REGISTRY/REPOSITORY"}. In an Actions
+step started by a repository_dispatch (or, on Gitea, a workflow_dispatch
+with an image input) the event itself is read the same way; without an
+image in it every policy is scanned.
 
 Exit status: 0 done (also when nothing changed or a policy matched no
 tag), 2 any error: an invalid policy, a marker naming an unknown policy,
@@ -97,8 +101,8 @@ changed and no branch is pushed.`,
   # only the image a registry webhook announced
   ferry bump --webhook-payload "$GITHUB_EVENT_PATH"
 
-  # one pull request per policy, in a scheduled GitHub Actions job
-  GITHUB_TOKEN=${{ github.token }} ferry bump --pr`,
+  # one pull request per policy (a scheduled job with GITHUB_TOKEN in its env)
+  ferry bump --pr`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBump(cmd, e, o)
@@ -120,7 +124,7 @@ changed and no branch is pushed.`,
 	f.StringVar(&o.branch, "branch", "", "with --pr: branch name `TEMPLATE` (Go template: .Policy .Namespace .Name .Image .Tag .Count; default "+defaultBranch+", grouped "+defaultGroupedBranch+")")
 	f.StringVar(&o.title, "title", "", "with --pr: pull request title `TEMPLATE` (default \""+defaultTitle+"\", grouped \""+defaultGroupedTitle+"\")")
 	f.BoolVar(&o.group, "group", false, "with --pr: one pull request for every policy instead of one per policy")
-	f.StringVar(&o.author, "author", defaultAuthor, "with --pr: commit author, `\"Name <email>\"`")
+	f.StringVar(&o.author, "author", defaultAuthor, "with --pr: the commits' `AUTHOR`, as \"Name <email>\"")
 	return cmd
 }
 
@@ -151,18 +155,14 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.webhookPayload != "" {
-		data, err := os.ReadFile(o.webhookPayload)
-		if err != nil {
-			return fmt.Errorf("--webhook-payload: %w", err)
-		}
-		imgs, err := images.ParseWebhook(data)
-		if err != nil {
-			return err
-		}
+	imgs, source, err := e.pushedImages(o.webhookPayload)
+	if err != nil {
+		return err
+	}
+	if len(imgs) > 0 {
 		selected = images.ForImages(selected, imgs)
 		if len(selected) == 0 {
-			fmt.Fprintf(e.stderr, "ferry: the webhook names %s; no image policy scans it\n", strings.Join(imgs, ", "))
+			fmt.Fprintf(e.stderr, "ferry: %s names %s; no image policy scans it\n", source, strings.Join(imgs, ", "))
 			return nil
 		}
 	}
@@ -223,6 +223,41 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	}
 	printBumpReport(e.stdout, res, cs, "changed")
 	return nil
+}
+
+// pushedImages returns the image repositories a registry push event
+// names, and where it came from: the --webhook-payload file, or else, in
+// an Actions step started by a repository_dispatch or workflow_dispatch
+// whose payload names an "image" (or "images"), that event. None (scan
+// every policy) for any other event, such as a schedule.
+func (e *env) pushedImages(file string) ([]string, string, error) {
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, "", fmt.Errorf("--webhook-payload: %w", err)
+		}
+		imgs, err := images.ParseWebhook(data)
+		if err != nil {
+			return nil, "", fmt.Errorf("--webhook-payload %s: %w", file, err)
+		}
+		return imgs, "the webhook", nil
+	}
+	ev, err := e.event()
+	if err != nil || ev == nil || ev.Dispatch == nil {
+		return nil, "", err
+	}
+	if ev.Dispatch.String("image") == "" && ev.Dispatch.ClientPayload["images"] == nil {
+		return nil, "", nil // dispatched by hand, no image: scan everything
+	}
+	payload, err := json.Marshal(ev.Dispatch.ClientPayload)
+	if err != nil {
+		return nil, "", err
+	}
+	imgs, err := images.ParseWebhook(payload)
+	if err != nil {
+		return nil, "", fmt.Errorf("the %s event (GITHUB_EVENT_PATH): %w", ev.Name, err)
+	}
+	return imgs, "the " + ev.Name + " event", nil
 }
 
 // selectPolicies returns the policies --policy names (all when none):

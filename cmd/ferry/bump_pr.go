@@ -156,6 +156,15 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, root string, markers
 		return err
 	}
 	e.output("pull-requests", string(b))
+	var md strings.Builder
+	md.WriteString("### ferry bump\n\n| policy | pull request | |\n|---|---|---|\n")
+	for _, p := range out {
+		fmt.Fprintf(&md, "| `%s` | [#%d](%s) | %s |\n", p.Policy, p.Number, p.URL, p.Action)
+	}
+	for _, w := range res.Warnings() {
+		fmt.Fprintf(&md, "\n> [!WARNING]\n> %s\n", w)
+	}
+	e.summary(md.String())
 	return nil
 }
 
@@ -348,13 +357,24 @@ func (r *bumpRepo) replace(tree *object.Tree, dir string, files map[string][]byt
 func (r *bumpRepo) push(ctx context.Context, remote string, commit plumbing.Hash, branch, token string) (bool, error) {
 	opts := &gogit.PushOptions{
 		RefSpecs: []gitconfig.RefSpec{gitconfig.RefSpec("+" + commit.String() + ":" + plumbing.NewBranchReferenceName(branch).String())},
-		Auth:     &githttp.BasicAuth{Username: "x-access-token", Password: token},
 		Force:    true,
 	}
+	url := remote
 	if strings.Contains(remote, "://") {
 		opts.RemoteURL = remote
 	} else {
 		opts.RemoteName = remote
+		rem, err := r.repo.Remote(remote)
+		if err != nil {
+			return false, fmt.Errorf("remote %q: %w", remote, err)
+		}
+		if urls := rem.Config().URLs; len(urls) > 0 {
+			url = urls[0]
+		}
+	}
+	// The token goes to HTTP remotes only (a local path in tests).
+	if strings.HasPrefix(url, "https://") || strings.HasPrefix(url, "http://") {
+		opts.Auth = &githttp.BasicAuth{Username: "x-access-token", Password: token}
 	}
 	err := r.repo.PushContext(ctx, opts)
 	if errors.Is(err, gogit.NoErrAlreadyUpToDate) {

@@ -338,3 +338,54 @@ func TestBumpWebhookForOtherImage(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", res.code, res.stderr)
 	}
 }
+
+// TestBumpDispatchEvent: in an Actions step started by a dispatch naming
+// an image (GitHub's repository_dispatch, Gitea's workflow_dispatch with
+// an image input), bump scans only that image's policies with no
+// --webhook-payload; a dispatch with an empty image scans everything.
+func TestBumpDispatchEvent(t *testing.T) {
+	reg := startBumpRegistry(t)
+	for _, tc := range []struct {
+		forge, event, payload string
+		want                  map[string][2]string
+	}{
+		{"github", "repository_dispatch", `{"action": "image-pushed", "client_payload": {"image": "REGISTRY/team/mono:api-0.21.0"}, "repository": {"full_name": "acme/fleet"}}`,
+			map[string][2]string{"apps/mono/kustomization.yaml": {`"api-0.20.0"`, `"api-0.21.0"`}}},
+		{"gitea", "workflow_dispatch", `{"inputs": {"image": "REGISTRY/team/build", "tag": "03300208"}, "ref": "refs/heads/main", "repository": {"full_name": "acme/fleet"}}`,
+			map[string][2]string{"apps/build/values.yaml": {"'03300207'", "'03300208'"}}},
+		{"gitea", "workflow_dispatch", `{"inputs": {"image": "", "tag": ""}, "ref": "refs/heads/main"}`,
+			map[string][2]string{
+				"apps/app/deployment.yaml":     {"app:1.24.0 #", "app:1.25.0 #"},
+				"apps/mono/kustomization.yaml": {`"api-0.20.0"`, `"api-0.21.0"`},
+				"apps/build/values.yaml":       {"'03300207'", "'03300208'"},
+			}},
+	} {
+		t.Run(tc.forge+"/"+tc.event, func(t *testing.T) {
+			repo := bumpFixture(t, "fleet", reg.Host, nil)
+			dir := t.TempDir()
+			event := filepath.Join(dir, "event.json")
+			if err := os.WriteFile(event, []byte(strings.ReplaceAll(tc.payload, "REGISTRY", reg.Host)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			vars := reg.env()
+			for k, v := range map[string]string{
+				"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": tc.event, "GITHUB_EVENT_PATH": event,
+				"GITHUB_OUTPUT": filepath.Join(dir, "output"), "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary"),
+				"INPUT_REPO": repo,
+			} {
+				vars[k] = v
+			}
+			if tc.forge == "gitea" {
+				vars["GITEA_ACTIONS"] = "true"
+			}
+			res := ferry(t, vars, "bump")
+			if res.code != exitOK {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
+			}
+			want := readTree(t, bumpFixture(t, "fleet", reg.Host, tc.want))
+			if diff := cmp.Diff(want, readTree(t, repo)); diff != "" {
+				t.Errorf("repository (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
