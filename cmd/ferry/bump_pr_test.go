@@ -118,6 +118,32 @@ func withEdits(t *testing.T, files map[string]string, edits map[string][2]string
 	return out
 }
 
+// bareRemote makes dir a Git repository (bumpGitRepo) whose origin is a
+// new bare repository, and returns both.
+func bareRemote(t *testing.T, dir string) (local, remote *gogit.Repository) {
+	t.Helper()
+	local = bumpGitRepo(t, dir)
+	bare := t.TempDir()
+	remote, err := gogit.PlainInit(bare, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := local.CreateRemote(&gitconfig.RemoteConfig{Name: "origin", URLs: []string{bare}}); err != nil {
+		t.Fatal(err)
+	}
+	return local, remote
+}
+
+// githubBumpEnv is the environment of a bump --pr run against the GitHub
+// test server's org/gitops.
+func githubBumpEnv(reg *bumpRegistry, gh *githubtest.Server, token string) map[string]string {
+	env := reg.env()
+	env["GITHUB_API_URL"] = gh.URL
+	env["GITHUB_REPOSITORY"] = "org/gitops"
+	env["GITHUB_TOKEN"] = token
+	return env
+}
+
 // TestBumpPRGitHub runs ferry bump --pr against a server speaking GitHub's
 // REST API through go-github, with a local bare repository as the remote:
 // one branch and pull request per policy whose marked lines change, then
@@ -130,15 +156,7 @@ func TestBumpPRGitHub(t *testing.T) {
 	gh.AddRepo("org", "gitops")
 
 	dir := bumpFixture(t, "fleet", reg.Host, nil)
-	local := bumpGitRepo(t, dir)
-	bare := t.TempDir()
-	remote, err := gogit.PlainInit(bare, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := local.CreateRemote(&gitconfig.RemoteConfig{Name: "origin", URLs: []string{bare}}); err != nil {
-		t.Fatal(err)
-	}
+	local, remote := bareRemote(t, dir)
 	if err := local.Push(&gogit.PushOptions{RemoteName: "origin", RefSpecs: []gitconfig.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +164,7 @@ func TestBumpPRGitHub(t *testing.T) {
 	before := workTree(t, dir)
 	base := treeFiles(t, remote, head.Hash())
 
-	env := reg.env()
-	env["GITHUB_API_URL"] = gh.URL
-	env["GITHUB_REPOSITORY"] = "org/gitops"
-	env["GITHUB_TOKEN"] = token
+	env := githubBumpEnv(reg, gh, token)
 	bump := func() result {
 		t.Helper()
 		res := ferry(t, env, "bump", "--pr", "--repo", dir)
@@ -366,19 +381,8 @@ func TestBumpPRErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := bumpFixture(t, "fleet", reg.Host, tc.edits)
-			local := bumpGitRepo(t, dir)
-			bare := t.TempDir()
-			remote, err := gogit.PlainInit(bare, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := local.CreateRemote(&gitconfig.RemoteConfig{Name: "origin", URLs: []string{bare}}); err != nil {
-				t.Fatal(err)
-			}
-			env := reg.env()
-			env["GITHUB_API_URL"] = gh.URL
-			env["GITHUB_REPOSITORY"] = "org/gitops"
-			env["GITHUB_TOKEN"] = token
+			_, remote := bareRemote(t, dir)
+			env := githubBumpEnv(reg, gh, token)
 			args := []string{"bump", "--pr", "--repo", dir}
 			for k, v := range tc.env {
 				if k == "branch" {
@@ -426,22 +430,10 @@ func TestBumpPRGrouped(t *testing.T) {
 	} {
 		t.Run(tc.branch, func(t *testing.T) {
 			dir := bumpFixture(t, "fleet", reg.Host, nil)
-			local := bumpGitRepo(t, dir)
-			bare := t.TempDir()
-			remote, err := gogit.PlainInit(bare, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := local.CreateRemote(&gitconfig.RemoteConfig{Name: "origin", URLs: []string{bare}}); err != nil {
-				t.Fatal(err)
-			}
+			local, remote := bareRemote(t, dir)
 			head, _ := local.Head()
 			base := treeFiles(t, local, head.Hash())
-			env := reg.env()
-			env["GITHUB_API_URL"] = gh.URL
-			env["GITHUB_REPOSITORY"] = "org/gitops"
-			env["GITHUB_TOKEN"] = token
-			res := ferry(t, env, append([]string{"bump", "--pr", "--repo", dir}, tc.args...)...)
+			res := ferry(t, githubBumpEnv(reg, gh, token), append([]string{"bump", "--pr", "--repo", dir}, tc.args...)...)
 			if res.code != exitOK {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 			}

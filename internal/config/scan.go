@@ -4,9 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -14,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-ci/ferry/internal/manifest"
 )
 
 // Flux API groups ferry reads.
@@ -43,34 +42,13 @@ var docSeparator = regexp.MustCompile(`^---\s*(#.*)?$`)
 // an error naming the file and line.
 func scanFluxObjects(root string) ([]FluxObject, error) {
 	var out []FluxObject
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != root && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		ext := filepath.Ext(path)
-		if ext != ".yaml" && ext != ".yml" || !d.Type().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	err := manifest.WalkYAML(root, func(rel string, data []byte) error {
 		if !bytes.Contains(data, []byte("toolkit.fluxcd.io")) {
 			return nil
 		}
-		rel, _ := filepath.Rel(root, path)
-		objs, err := parseFluxDocs(filepath.ToSlash(rel), data)
-		if err != nil {
-			return err
-		}
+		objs, err := parseFluxDocs(rel, data)
 		out = append(out, objs...)
-		return nil
+		return err
 	})
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].File != out[j].File {

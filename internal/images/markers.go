@@ -13,6 +13,8 @@ import (
 
 	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-ci/ferry/internal/manifest"
 )
 
 // MarkerKey is the key of a setter marker, a YAML line comment such as
@@ -59,33 +61,10 @@ func (m Marker) Where() string { return fmt.Sprintf("%s:%d", m.File, m.Line) }
 // file and line.
 func FindMarkers(root string) ([]Marker, error) {
 	var out []Marker
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != root && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if ext := filepath.Ext(path); ext != ".yaml" && ext != ".yml" || !d.Type().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		ms, err := ParseMarkers(filepath.ToSlash(rel), data)
-		if err != nil {
-			return err
-		}
+	err := manifest.WalkYAML(root, func(rel string, data []byte) error {
+		ms, err := ParseMarkers(rel, data)
 		out = append(out, ms...)
-		return nil
+		return err
 	})
 	return out, err
 }
