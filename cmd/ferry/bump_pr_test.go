@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -281,16 +283,30 @@ func TestBumpPRGitea(t *testing.T) {
 	base := treeFiles(t, local, head.Hash())
 
 	env := reg.env()
+	output := filepath.Join(t.TempDir(), "output")
+	env["GITHUB_ACTIONS"] = "true"
+	env["GITHUB_OUTPUT"] = output
+	env["GITHUB_STEP_SUMMARY"] = filepath.Join(t.TempDir(), "summary")
 	env["GITEA_ACTIONS"] = "true"
 	env["GITHUB_SERVER_URL"] = strings.TrimSuffix(g.URL, "/")
 	env["GITHUB_API_URL"] = g.URL + "api/v1"
 	env["GITHUB_REPOSITORY"] = bot + "/" + name
 	env["GITHUB_TOKEN"] = token
-	bump := func() {
+	// bump runs the step and returns its pull-requests output by policy.
+	bump := func() map[string]openedPR {
 		t.Helper()
 		if res := ferry(t, env, "bump", "--pr", "--repo", dir); res.code != exitOK {
 			t.Fatalf("bump --pr: exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 		}
+		var list []openedPR
+		if err := json.Unmarshal([]byte(parseOutputs(t, output)["pull-requests"]), &list); err != nil {
+			t.Fatalf("pull-requests output: %v", err)
+		}
+		out := map[string]openedPR{}
+		for _, p := range list {
+			out[p.Policy] = p
+		}
+		return out
 	}
 	pulls := func() map[string]*gitea.PullRequest {
 		t.Helper()
@@ -319,7 +335,7 @@ func TestBumpPRGitea(t *testing.T) {
 		return treeFiles(t, r, ref.Hash())
 	}
 
-	bump()
+	created := bump()
 	first := pulls()
 	var heads []string
 	for h, p := range first {
@@ -337,14 +353,20 @@ func TestBumpPRGitea(t *testing.T) {
 	if diff := cmp.Diff(want, heads); diff != "" {
 		t.Fatalf("pull requests (-want +got):\n%s", diff)
 	}
+	if o := created["flux-system:app"]; len(created) != 3 || o.Action != "created" || o.Number != int(first["ferry/bump/flux-system/app"].Index) || o.URL != first["ferry/bump/flux-system/app"].HTMLURL {
+		t.Errorf("pull-requests output after the first run: %+v", created)
+	}
 	if diff := cmp.Diff(withEdits(t, base, map[string][2]string{"apps/mono/kustomization.yaml": {`"api-0.20.0"`, `"api-0.21.0"`}}), clone("ferry/bump/flux-system/api")); diff != "" {
 		t.Errorf("api branch (-want +got):\n%s", diff)
 	}
 
 	// A newer tag: the same pull request, retitled, its branch moved.
 	reg.MustPush(t, "team/app", "1.26.0")
-	bump()
+	updated := bump()
 	second := pulls()
+	if updated["flux-system:app"].Action != "updated" || updated["flux-system:api"].Action != "unchanged" {
+		t.Errorf("pull-requests output after the newer tag: %+v", updated)
+	}
 	app := second["ferry/bump/flux-system/app"]
 	if len(second) != 3 || app == nil || app.Index != first["ferry/bump/flux-system/app"].Index {
 		t.Fatalf("after the newer tag: %d pull requests, app %+v; want the same 3", len(second), app)

@@ -105,8 +105,16 @@ func TestDiffCommentGitHub(t *testing.T) {
 		t.Errorf("a re-run with the same report wrote %d times: %+v", len(w), w)
 	}
 
-	if res := ferry(t, vars(head2), "diff", "--repo", p.dir, "--comment"); res.code != 0 {
+	reportFile := filepath.Join(t.TempDir(), "ferry-diff.md")
+	if res := ferry(t, vars(head2), "diff", "--repo", p.dir, "--comment", "--report-file", reportFile); res.code != 0 {
 		t.Fatalf("third run: exit %d: %s", res.code, res.stderr)
+	}
+	outs := parseOutputs(t, output)
+	if outs["changed"] != "true" || outs["targets"] != `["production","staging"]` || outs["report-path"] != reportFile {
+		t.Errorf("step outputs changed=%q targets=%q report-path=%q", outs["changed"], outs["targets"], outs["report-path"])
+	}
+	if b, err := os.ReadFile(reportFile); err != nil || !strings.Contains(string(b), "web:2.5.1") {
+		t.Errorf("report file: %v\n%s", err, b)
 	}
 	third := ours()
 	if len(third) != 1 || third[0].ID != first[0].ID || !strings.Contains(third[0].Body, "web:2.5.1") {

@@ -307,6 +307,23 @@ func TestDiffExitCodeAndPlan(t *testing.T) {
 		}
 	}
 
+	// In a deploy job on push: base and head from the event, the matrix
+	// and the target names as step outputs.
+	dir := t.TempDir()
+	event, output := filepath.Join(dir, "push.json"), filepath.Join(dir, "output")
+	if err := os.WriteFile(event, []byte(`{"ref": "refs/heads/main", "before": "`+one+`", "after": "`+both+`", "repository": {"full_name": "acme/gitops"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := ferry(t, map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "push", "GITHUB_EVENT_PATH": event,
+		"GITHUB_OUTPUT": output, "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")}, "plan", "--repo", p.dir)
+	if res.code != 0 {
+		t.Fatalf("plan on push: exit %d: %s", res.code, res.stderr)
+	}
+	outs := parseOutputs(t, output)
+	if outs["matrix"] != strings.TrimSpace(res.stdout) || !strings.Contains(outs["matrix"], `"target":"production"`) || outs["targets"] != `["production","staging"]` {
+		t.Errorf("plan step outputs matrix=%q targets=%q (stdout %q)", outs["matrix"], outs["targets"], res.stdout)
+	}
+
 	if res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", one, "--exit-code"); res.code != 1 {
 		t.Errorf("--exit-code with differences: exit %d, want 1 (stderr %s)", res.code, res.stderr)
 	}
