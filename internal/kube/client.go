@@ -24,7 +24,10 @@ type ClientOptions struct {
 	KubeconfigData []byte
 	// Context is the kubeconfig context to use; "" means its current one.
 	Context string
-	// QPS and Burst bound the client's request rate (0: ferry's defaults).
+	// QPS and Burst bound the client's request rate. 0 (the default)
+	// means no client-side throttling: every operation bounds its requests
+	// in flight (Concurrency), and the API server's Priority and Fairness
+	// queues what it cannot take. A negative QPS means the same.
 	QPS   float32
 	Burst int
 }
@@ -81,7 +84,7 @@ func where(opts ClientOptions) string {
 func NewClientFromConfig(cfg *rest.Config, namespace string, qps float32, burst int) (*Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	if qps == 0 {
-		qps, burst = 200, 400
+		qps = -1 // client-go: no token bucket
 	}
 	cfg.QPS, cfg.Burst = qps, burst
 	cfg.UserAgent = "ferry"
