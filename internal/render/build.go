@@ -115,7 +115,7 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 		fs.decryptor = secrets.NewDecryptor(nil)
 	}
 
-	resMap, buildErr := kustomizeBuild(fs, dir)
+	resources, buildErr := kustomizeBuild(fs, dir, kdata)
 	// A failure recorded by the filesystem (decryption, a path escaping the
 	// root, a remote base) is the real cause; kustomize may have turned it
 	// into something vaguer.
@@ -136,7 +136,7 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range resMap.Resources() {
+	for _, r := range resources {
 		id := resourceID(r)
 		if subst != nil {
 			sub, err := fluxkustomize.SubstituteVariables(ctx, nil, *subst, r, fluxkustomize.SubstituteWithDryRun(true))

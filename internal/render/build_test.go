@@ -295,3 +295,30 @@ func TestRemoteBasesAllowedOnlyWhenAsked(t *testing.T) {
 		t.Fatalf("err = %v, want a RemoteError about app/kustomization.yaml", err)
 	}
 }
+
+// TestOrder: the kustomize CLI's order, the legacy one (Namespaces first)
+// unless the kustomization sets sortOptions.
+func TestOrder(t *testing.T) {
+	files := func(sort string) map[string]string {
+		return map[string]string{
+			"app/kustomization.yaml": "resources:\n- all.yaml\n" + sort,
+			"app/all.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\n---\n" +
+				"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: shop\n---\n" +
+				"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n",
+		}
+	}
+	for _, tc := range []struct {
+		sort string
+		want []string
+	}{
+		{"", []string{"Namespace/shop", "ConfigMap/shop/web", "Deployment.apps/shop/web"}},
+		{"sortOptions:\n  order: fifo\n", []string{"Deployment.apps/shop/web", "ConfigMap/shop/web", "Namespace/shop"}},
+		{"sortOptions:\n  order: legacy\n  legacySortOptions:\n    orderFirst: [Deployment]\n    orderLast: [Namespace]\n",
+			[]string{"Deployment.apps/shop/web", "ConfigMap/shop/web", "Namespace/shop"}},
+	} {
+		res := build(t, writeFiles(t, files(tc.sort)), "path: ./app", render.Options{}, nil)
+		if d := cmp.Diff(tc.want, ids(res)); d != "" {
+			t.Errorf("%q: order (-want +got):\n%s", tc.sort, d)
+		}
+	}
+}
