@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/kustomize/api/resource"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // TestLegacySortMatchesKustomize: ferry's legacy sort gives kustomize's
@@ -96,6 +98,47 @@ func TestSetsSortOptions(t *testing.T) {
 	} {
 		if got := setsSortOptions([]byte(in)); got != want {
 			t.Errorf("setsSortOptions(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// TestObjectJSONMatchesKustomize: decoding the node gives exactly the JSON
+// of kustomize's own RNode.MarshalJSON, on every YAML scalar form a
+// manifest can hold, and on every example's render.
+func TestObjectJSONMatchesKustomize(t *testing.T) {
+	docs := []string{
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  yes: yes\n  on: on\n  n: null\n  t: ~\n  e: ''\n",
+		"apiVersion: v1\nkind: X\nmetadata: {name: b}\nspec:\n  int: 42\n  neg: -7\n  big: 9223372036854775807\n  huge: 18446744073709551616\n  oct: 0o17\n  old: 017\n  hex: 0x1F\n  f: 1.0\n  exp: 1e3\n  inf: .inf\n  date: 2001-12-14\n  ts: 2001-12-14t21:59:43.10-05:00\n  str: \"2001-12-14\"\n  bin: !!binary aGVsbG8=\n  bool: true\n  quoted: 'true'\n",
+		"apiVersion: v1\nkind: X\nmetadata:\n  name: c\n  labels: &l {app: web, tier: \"1\"}\nspec:\n  selector: *l\n  list: [1, two, 3.5, null, {k: v}]\n  block: |\n    line one\n    line two\n  folded: >-\n    a\n    b\n  unicode: \"caf\\u00e9 \\U0001F600\"\n",
+		"apiVersion: v1\nkind: X\nmetadata:\n  name: e\nspec:\n  1: one\n  2.5: two\n  true: t\n",
+		"apiVersion: v1\nkind: X\nmetadata:\n  name: d\nspec:\n  <<: {merged: 1}\n  own: 2\n  empty_map: {}\n  empty_list: []\n  nested: [[1, 2], [3]]\n",
+	}
+	var nodes []*kyaml.RNode
+	for _, d := range docs {
+		n, err := kyaml.Parse(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	for _, ex := range []string{"gpu-cluster/apps/stage", "gpu-cluster/infrastructure/stage", "single-app/shop/overlays/production", "fleet/apps/staging"} {
+		rm, err := krusty.MakeKustomizer(&krusty.Options{Reorder: krusty.ReorderOptionNone, LoadRestrictions: kustypes.LoadRestrictionsNone, PluginConfig: kustypes.DisabledPluginConfig()}).
+			Run(filesys.MakeFsOnDisk(), filepath.Join("..", "..", "examples", ex))
+		if err != nil {
+			t.Fatalf("%s: %v", ex, err)
+		}
+		if rm.Size() == 0 {
+			t.Fatalf("%s renders nothing", ex)
+		}
+		for _, r := range rm.Resources() {
+			nodes = append(nodes, &r.RNode)
+		}
+	}
+	for _, n := range nodes {
+		want, werr := n.MarshalJSON()
+		got, gerr := objectJSON(n)
+		if (werr != nil) != (gerr != nil) || string(want) != string(got) {
+			t.Errorf("%s:\nkustomize %s (%v)\nferry     %s (%v)", n.GetName(), want, werr, got, gerr)
 		}
 	}
 }
