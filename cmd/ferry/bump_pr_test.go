@@ -136,6 +136,17 @@ func bareRemote(t *testing.T, dir string) (local, remote *gogit.Repository) {
 	return local, remote
 }
 
+// startGitHubBump starts the bump registry and a GitHub test server with
+// the repository org/gitops, and returns them with the bot's token.
+func startGitHubBump(t *testing.T) (*bumpRegistry, *githubtest.Server, string) {
+	t.Helper()
+	reg := startBumpRegistry(t)
+	gh := githubtest.New(t)
+	token := gh.AddUser("ferry-bot")
+	gh.AddRepo("org", "gitops")
+	return reg, gh, token
+}
+
 // githubBumpEnv is the environment of a bump --pr run against the GitHub
 // test server's org/gitops.
 func githubBumpEnv(reg *bumpRegistry, gh *githubtest.Server, token string) map[string]string {
@@ -152,10 +163,7 @@ func githubBumpEnv(reg *bumpRegistry, gh *githubtest.Server, token string) map[s
 // the same pull request updated when a newer tag appears, and nothing at
 // all on a run with nothing new.
 func TestBumpPRGitHub(t *testing.T) {
-	reg := startBumpRegistry(t)
-	gh := githubtest.New(t)
-	token := gh.AddUser("ferry-bot")
-	gh.AddRepo("org", "gitops")
+	reg, gh, token := startGitHubBump(t)
 
 	dir := bumpFixture(t, "fleet", reg.Host, nil)
 	local, remote := bareRemote(t, dir)
@@ -385,10 +393,7 @@ func TestBumpPRGitea(t *testing.T) {
 // TestBumpPRErrors: a bad input stops --pr before anything is pushed or
 // asked of the forge.
 func TestBumpPRErrors(t *testing.T) {
-	reg := startBumpRegistry(t)
-	gh := githubtest.New(t)
-	token := gh.AddUser("ferry-bot")
-	gh.AddRepo("org", "gitops")
+	reg, gh, token := startGitHubBump(t)
 	for _, tc := range []struct {
 		name  string
 		edits map[string][2]string
@@ -439,10 +444,7 @@ func TestBumpPRErrors(t *testing.T) {
 // every policy's change, titled and named by the grouped templates, and
 // --title/--branch templates name them when given.
 func TestBumpPRGrouped(t *testing.T) {
-	reg := startBumpRegistry(t)
-	gh := githubtest.New(t)
-	token := gh.AddUser("ferry-bot")
-	gh.AddRepo("org", "gitops")
+	reg, gh, token := startGitHubBump(t)
 	for _, tc := range []struct {
 		args          []string
 		branch, title string
