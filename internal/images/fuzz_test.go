@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/Masterminds/semver/v3"
 )
 
 // FuzzParseMarkers checks that the marker parser never panics, that each
@@ -140,6 +142,35 @@ func FuzzTagFilter(f *testing.F) {
 			if !slices.Contains(tags, got) {
 				t.Fatalf("Latest = %q, not a given tag", got)
 			}
+		}
+	})
+}
+
+// FuzzParseVersion checks parseVersion, which parses a tag once with
+// StrictNewVersion and no "v", against what Masterminds' regular
+// expression parser makes of the same tag: every tag it accepts parses
+// there too, to the same version (precedence, pre-release and build
+// metadata), so ranges and ordering are unchanged.
+func FuzzParseVersion(f *testing.F) {
+	for _, seed := range []string{
+		"1.2.3", "v1.2.3", "v1.2.3-rc.1", "1.2.3-rc-1+build.5", "0.0.0", "01.2.3",
+		"1.2", "v", "1.2.3-", "1.2.3+", "1.2.3-alpha.01", "1.2.3-0", "18446744073709551616.0.0",
+		"1.2.3-rc.1+b.2-x", "V1.2.3", "1.2.3 ", "api-0.20.0", "03300208",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, tag string) {
+		v, err := parseVersion(tag)
+		if err != nil {
+			return
+		}
+		want, err := semver.NewVersion(tag)
+		if err != nil {
+			t.Fatalf("parseVersion accepts %q, semver.NewVersion does not: %v", tag, err)
+		}
+		if v.Compare(want) != 0 || v.Prerelease() != want.Prerelease() || v.Metadata() != want.Metadata() || v.String() != want.String() {
+			t.Fatalf("%q: parseVersion gives %s (pre %q, meta %q), semver.NewVersion %s (pre %q, meta %q)",
+				tag, v, v.Prerelease(), v.Metadata(), want, want.Prerelease(), want.Metadata())
 		}
 	})
 }

@@ -146,33 +146,34 @@ func NewSemVer(r string) (*SemVer, error) {
 // a string wins, so the result does not depend on the registry's order.
 func (p *SemVer) Latest(tags []string) (string, error) {
 	var best *semver.Version
+	bestTag := ""
 	for _, tag := range tags {
 		v, err := parseVersion(tag)
 		if err != nil || !p.constraint.Check(v) {
 			continue
 		}
 		if best == nil {
-			best = v
+			best, bestTag = v, tag
 			continue
 		}
 		switch c := v.Compare(best); {
-		case c > 0, c == 0 && v.Original() > best.Original():
-			best = v
+		case c > 0, c == 0 && tag > bestTag:
+			best, bestTag = v, tag
 		}
 	}
 	if best == nil {
 		return "", fmt.Errorf("%w semver range %q", ErrNoMatch, p.Range)
 	}
-	return best.Original(), nil
+	return bestTag, nil
 }
 
 // parseVersion accepts strict semantic versions, with an optional leading
-// "v": 1.2.3 and v1.2.3-rc.1, not 1.2 or 01.2.3.
+// "v": 1.2.3 and v1.2.3-rc.1, not 1.2 or 01.2.3. The version is parsed
+// without its "v" (StrictNewVersion does not use a regular expression, so
+// a registry's thousands of tags parse in microseconds); its Original()
+// is then the tag without the "v", which is why Latest carries the tag.
 func parseVersion(tag string) (*semver.Version, error) {
-	if _, err := semver.StrictNewVersion(strings.TrimPrefix(tag, "v")); err != nil {
-		return nil, err
-	}
-	return semver.NewVersion(tag)
+	return semver.StrictNewVersion(strings.TrimPrefix(tag, "v"))
 }
 
 // Numerical selects the tag with the highest (ASC) or lowest (DESC)
