@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -257,14 +259,37 @@ poll:
 	if len(missing) == 0 {
 		t.Fatalf("every object exists after the interrupted run: the stop came too late")
 	}
-	named := 0
-	for _, id := range missing {
+	// The requests in flight when the server went away failed on the
+	// client, but the server may have committed some of them first: a
+	// failed object's state is unknown, so it may exist now. What the error
+	// must do is name failed objects of the render (none of them one the
+	// run reported as done) and account for every missing object as failed
+	// or not attempted.
+	named := map[string]bool{}
+	for id := range desired {
 		if strings.Contains(msg, id+":") {
-			named++
+			named[id] = true
 		}
 	}
-	if named == 0 {
-		t.Errorf("the error names none of the %d objects that were not applied (e.g. %s):\n%s", len(missing), missing[0], excerpt)
+	if len(named) == 0 {
+		t.Errorf("the error names no object of the render:\n%s", excerpt)
+	}
+	for _, ch := range first.cs.Changes {
+		if named[ch.Object.String()] {
+			t.Errorf("the interrupted run reports %s both as %s and as failed", ch.Object, ch.Action)
+		}
+	}
+	counts := regexp.MustCompile(`(\d+) objects failed, (\d+) were not attempted`).FindStringSubmatch(msg)
+	if counts == nil {
+		t.Fatalf("the error does not count the failed and unattempted objects:\n%s", excerpt)
+	}
+	failedN, _ := strconv.Atoi(counts[1])
+	notAttempted, _ := strconv.Atoi(counts[2])
+	if failedN < len(named) {
+		t.Errorf("the error counts %d failed objects but names %d", failedN, len(named))
+	}
+	if failedN+notAttempted < len(missing) {
+		t.Errorf("%d objects are missing, but the error counts only %d failed and %d not attempted:\n%s", len(missing), failedN, notAttempted, excerpt)
 	}
 	if !strings.Contains(msg, strings.TrimPrefix(p.URL(), "https://")) {
 		t.Errorf("the error does not name the cluster %s:\n%s", p.URL(), excerpt)
@@ -277,7 +302,7 @@ poll:
 	if lines := strings.Count(msg, "\n"); lines > 15 {
 		t.Errorf("the error has %d lines, want a summary of at most 15:\n%s", lines, excerpt)
 	}
-	t.Logf("%d objects existed after the interrupted run, %d missing; the error names %d of the missing", len(afterCrash), len(missing), named)
+	t.Logf("%d objects existed after the interrupted run, %d missing; the error names %d failed objects and counts %d failed, %d not attempted", len(afterCrash), len(missing), len(named), failedN, notAttempted)
 
 	// The interrupted run had written a superset inventory before its first
 	// object: the next run finds every member it made.
