@@ -28,6 +28,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,7 +84,7 @@ func Start(ctx context.Context) (*Gitea, error) {
 	if shared != nil || sharedErr != nil {
 		return shared, sharedErr
 	}
-	shared, sharedErr = start(ctx)
+	shared, sharedErr = start(ctx, freePort)
 	return shared, sharedErr
 }
 
@@ -146,7 +147,8 @@ func Binary() (bin, root string, err error) {
 	return bin, root, nil
 }
 
-func start(ctx context.Context) (*Gitea, error) {
+// start starts a server whose web process listens on a port from pick.
+func start(ctx context.Context, pick func() (int, error)) (*Gitea, error) {
 	began := time.Now()
 	bin, root, err := Binary()
 	if err != nil {
@@ -164,17 +166,9 @@ func start(ctx context.Context) (*Gitea, error) {
 		}
 	}()
 
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	g.URL = fmt.Sprintf("http://127.0.0.1:%d/", port)
 	conf := filepath.Join(dir, "app.ini")
-	ini, err := appINI(dir, root, port)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
+	// The commands before web need no port; web gets one with writeINI.
+	if err := g.writeINI(conf, root, 0); err != nil {
 		return nil, err
 	}
 	run := func(args ...string) (string, error) {
@@ -198,36 +192,82 @@ func start(ctx context.Context) (*Gitea, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.AdminToken = lastLine(out)
+	// Gitea's CLI logs to stdout too, from another goroutine: a log line
+	// can come after the token.
+	g.AdminToken = tokenLine(out)
 	if g.AdminToken == "" {
-		return nil, errors.New("gitea admin user generate-access-token printed no token")
+		return nil, fmt.Errorf("gitea admin user generate-access-token printed no token: %s", lastLines(out, 10))
 	}
 	g.users[AdminUser] = g.AdminToken
 
-	// The web server runs in its own process group, killed whole by Stop,
-	// and dies with the test binary should Stop never run.
-	log, err := os.Create(filepath.Join(dir, "web.log"))
-	if err != nil {
-		return nil, err
-	}
-	defer log.Close()
-	g.cmd = g.command(context.Background(), bin, conf, "web", "--pid", filepath.Join(dir, "gitea.pid"))
-	g.cmd.Stdout, g.cmd.Stderr = log, log
-	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := g.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting gitea web: %w", err)
-	}
-	g.done = make(chan struct{})
-	go func() { _ = g.cmd.Wait(); close(g.done) }()
-
-	if err := g.waitReady(ctx); err != nil {
-		logText, _ := os.ReadFile(filepath.Join(dir, "web.log"))
-		serverLog, _ := os.ReadFile(filepath.Join(dir, "log", "gitea.log"))
-		return nil, fmt.Errorf("%w\nweb.log:\n%s\ngitea.log:\n%s", err, lastLines(string(logText), 20), lastLines(string(serverLog), 20))
+	// Another process may take the free port before web binds it: then
+	// web exits, and it is started again on another port.
+	for try := 1; ; try++ {
+		port, err := pick()
+		if err != nil {
+			return nil, err
+		}
+		err = g.startWeb(ctx, bin, conf, root, port)
+		if err == nil {
+			break
+		}
+		if try >= webTries || !errors.Is(err, errAddrInUse) {
+			return nil, err
+		}
 	}
 	g.Startup = time.Since(began)
 	ok = true
 	return g, nil
+}
+
+// webTries is how many ports start tries for the web server.
+const webTries = 3
+
+var errAddrInUse = errors.New("address already in use")
+
+// writeINI writes the configuration with port (0 before the web server).
+func (g *Gitea) writeINI(conf, root string, port int) error {
+	ini, err := appINI(g.dir, root, port)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(conf, []byte(ini), 0o600)
+}
+
+// startWeb starts the web server on port and waits until it answers as
+// this server: a request with AdminToken succeeds on no other Gitea.
+func (g *Gitea) startWeb(ctx context.Context, bin, conf, root string, port int) error {
+	if err := g.writeINI(conf, root, port); err != nil {
+		return err
+	}
+	g.URL = fmt.Sprintf("http://127.0.0.1:%d/", port)
+	// The web server runs in its own process group, killed whole by Stop,
+	// and dies with the test binary should Stop never run.
+	logPath := filepath.Join(g.dir, "web.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	g.cmd = g.command(context.Background(), bin, conf, "web", "--pid", filepath.Join(g.dir, "gitea.pid"))
+	g.cmd.Stdout, g.cmd.Stderr = log, log
+	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := g.cmd.Start(); err != nil {
+		return fmt.Errorf("starting gitea web: %w", err)
+	}
+	g.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(g.cmd, g.done)
+
+	if err := g.waitReady(ctx); err != nil {
+		g.stopWeb()
+		logText, _ := os.ReadFile(logPath)
+		serverLog, _ := os.ReadFile(filepath.Join(g.dir, "log", "gitea.log"))
+		if !errors.Is(err, errAddrInUse) && g.bindFailed() {
+			err = fmt.Errorf("%w: %w", errAddrInUse, err)
+		}
+		return fmt.Errorf("%w\nweb.log:\n%s\ngitea.log:\n%s", err, lastLines(string(logText), 20), lastLines(string(serverLog), 20))
+	}
+	return nil
 }
 
 func (g *Gitea) command(ctx context.Context, bin, conf string, args ...string) *exec.Cmd {
@@ -264,8 +304,9 @@ func currentUser() string {
 	return "root"
 }
 
-// waitReady polls /api/v1/version until the server answers, the process
-// exits or ctx ends (at the latest after two minutes).
+// waitReady polls /api/v1/user with AdminToken until the server answers
+// as AdminUser, the process exits or ctx ends (at the latest after two
+// minutes). Another Gitea on the port answers 401 to the token.
 func (g *Gitea) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -273,12 +314,17 @@ func (g *Gitea) waitReady(ctx context.Context) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.URL+"api/v1/version", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.URL+"api/v1/user", nil)
+		req.Header.Set("Authorization", "token "+g.AdminToken)
 		if resp, err := client.Do(req); err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			switch {
+			case resp.StatusCode == http.StatusOK:
 				return nil
+			case resp.StatusCode == http.StatusUnauthorized && g.bindFailed():
+				// Gitea web logs the failed bind but does not exit.
+				return fmt.Errorf("%w: another server answers on %s", errAddrInUse, g.URL)
 			}
 		}
 		select {
@@ -291,22 +337,39 @@ func (g *Gitea) waitReady(ctx context.Context) error {
 	}
 }
 
-func (g *Gitea) stop() {
-	if g.cmd != nil && g.cmd.Process != nil {
-		pgid := g.cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case <-g.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-g.done
+// bindFailed reports whether the web server logged that its port is taken.
+func (g *Gitea) bindFailed() bool {
+	for _, name := range []string{"web.log", filepath.Join("log", "gitea.log")} {
+		if b, err := os.ReadFile(filepath.Join(g.dir, name)); err == nil && bytes.Contains(b, []byte("address already in use")) {
+			return true
 		}
-		// Anything left in the group (git helpers) goes too.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
+	return false
+}
+
+func (g *Gitea) stop() {
+	g.stopWeb()
 	if g.dir != "" {
 		_ = os.RemoveAll(g.dir)
 	}
+}
+
+// stopWeb stops the web server, if one was started.
+func (g *Gitea) stopWeb() {
+	if g.cmd == nil || g.cmd.Process == nil {
+		return
+	}
+	pgid := g.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-g.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-g.done
+	}
+	// Anything left in the group (git helpers) goes too.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	g.cmd = nil
 }
 
 func freePort() (int, error) {
@@ -414,19 +477,24 @@ ENABLED = false
 [packages]
 ENABLED = false
 
-[picture]
-DISABLE_GRAVATAR = true
-ENABLE_FEDERATED_AVATAR = false
-
 [other]
 SHOW_FOOTER_VERSION = false
 `, currentUser(), dir, asRoot, port, p("data"), root, p("data", "gitea.db"), p("repos"), PageSize, p("log")), nil
 }
 
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
+// tokenLine returns the line of out that is an access token (40 hex
+// digits), "" if none is.
+func tokenLine(out string) string {
+	for line := range strings.Lines(out) {
+		line = strings.TrimSpace(line)
+		if tokenRE.MatchString(line) {
+			return line
+		}
+	}
+	return ""
 }
+
+var tokenRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")

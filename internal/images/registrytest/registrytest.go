@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -110,7 +111,7 @@ func RunWith(dir string, opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var auth string
+	var auth, realm string
 	var ts *tokenServer
 	switch opts.Auth {
 	case Htpasswd:
@@ -118,12 +119,16 @@ func RunWith(dir string, opts Options) (*Registry, error) {
 		if err := os.WriteFile(htpasswd, []byte(Username+":"+string(hash)+"\n"), 0o600); err != nil {
 			return nil, err
 		}
-		auth = fmt.Sprintf("  htpasswd:\n    realm: ferry-registrytest\n    path: %s\n", htpasswd)
+		// The realm is this registry's own, so that the readiness check
+		// can tell it from another test binary's registry on the port.
+		realm = fmt.Sprintf("ferry-registrytest-%d-%d", os.Getpid(), time.Now().UnixNano())
+		auth = fmt.Sprintf("  htpasswd:\n    realm: %s\n    path: %s\n", realm, htpasswd)
 	case Token:
 		cert := filepath.Join(dir, "token.pem")
 		if ts, err = startTokenServer(cert, "ferry-registrytest", hash); err != nil {
 			return nil, err
 		}
+		realm = ts.realm
 		auth = fmt.Sprintf("  token:\n    realm: %s\n    service: ferry-registrytest\n    issuer: ferry-registrytest\n    rootcertbundle: %s\n", ts.realm, cert)
 	default:
 		return nil, fmt.Errorf("unknown auth %d", opts.Auth)
@@ -136,7 +141,7 @@ func RunWith(dir string, opts Options) (*Registry, error) {
 		if err != nil {
 			return nil, err
 		}
-		r, err := run(dir, host, auth)
+		r, err := run(dir, host, auth, realm)
 		if err == nil {
 			r.token = ts
 			return r, nil
@@ -158,7 +163,10 @@ func freePort() (string, error) {
 	return l.Addr().String(), nil
 }
 
-func run(dir, host, auth string) (*Registry, error) {
+// run starts the registry on host and waits until it answers with its own
+// realm: a registry of another test binary that took the port first
+// answers too, with another realm, until ours fails to bind and exits.
+func run(dir, host, auth, realm string) (*Registry, error) {
 	config := fmt.Sprintf(`version: 0.1
 log:
   level: error
@@ -205,7 +213,7 @@ auth:
 		resp, err := client.Get("http://" + host + "/v2/")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusUnauthorized && strings.Contains(resp.Header.Get("WWW-Authenticate"), `realm="`+realm+`"`) {
 				return r, nil
 			}
 		}
