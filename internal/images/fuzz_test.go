@@ -174,3 +174,57 @@ func FuzzParseVersion(f *testing.F) {
 		}
 	})
 }
+
+// FuzzExclusion checks that an exclusionList entry matches exactly the
+// tags its regular expression matches, whether it is matched as a suffix
+// (^.*SUFFIX$) or by running the expression.
+func FuzzExclusion(f *testing.F) {
+	for _, seed := range [][2]string{
+		{`^.*\.sig$`, "sha256-abc.sig"},
+		{`^.*\.sig$`, "a\n.sig"},
+		{`^.*\.sig$`, ".sig"},
+		{`^.*\.sig$`, "x.SIG"},
+		{`^.*-rc$`, "1.0.0-rc"},
+		{`(?i)^.*\.sig$`, "x.SIG"},
+		{`^.*\.sig`, "x.sig.att"},
+		{`.*\.sig$`, "\n.sig"},
+		{`^.*é$`, "\xffé"},
+		{`^(?s).*\.sig$`, "a\n.sig"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, tag string) {
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			return
+		}
+		e := newExclusion(re)
+		if got, want := e.match(tag), re.MatchString(tag); got != want {
+			t.Fatalf("exclusion %q (suffix %q, fast %v) matches %q: %v, the regexp says %v", pattern, e.suffix, e.fast, tag, got, want)
+		}
+	})
+}
+
+// TestExclusionFastPath checks which exclusionList entries are matched as
+// a suffix; FuzzExclusion checks that both ways match the same tags.
+func TestExclusionFastPath(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, suffix string
+		fast            bool
+	}{
+		{`^.*\.sig$`, ".sig", true},
+		{`^.*-rc\.1$`, "-rc.1", true},
+		{`^.*\.sig`, "", false},
+		{`.*\.sig$`, "", false},
+		{`(?i)^.*\.sig$`, "", false},
+		{`(?s)^.*\.sig$`, "", false},
+		{`^.+\.sig$`, "", false},
+		{`^.*\.(sig|att)$`, "", false},
+		{`^sha256-.*$`, "", false},
+	} {
+		e := newExclusion(regexp.MustCompile(tc.pattern))
+		if e.fast != tc.fast || e.suffix != tc.suffix {
+			t.Errorf("%s: fast %v suffix %q; want %v %q", tc.pattern, e.fast, e.suffix, tc.fast, tc.suffix)
+		}
+	}
+}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"sort"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 
@@ -259,7 +259,7 @@ func parseOrder(order string) (string, error) {
 // Selector is a validated policy: exclusion list, tag filter and ordering.
 type Selector struct {
 	Policy  *Policy
-	exclude []*regexp.Regexp
+	exclude []exclusion
 	filter  *regexp.Regexp
 	extract string
 	policer Policer
@@ -285,7 +285,7 @@ func (p *Policy) Compile() (*Selector, error) {
 		if err != nil {
 			return fail("exclusionList: invalid regular expression %q: %v", e, regexpMessage(err))
 		}
-		s.exclude = append(s.exclude, re)
+		s.exclude = append(s.exclude, newExclusion(re))
 	}
 	if f := p.FilterTags; f != nil {
 		re, err := regexp.Compile(f.Pattern)
@@ -418,54 +418,116 @@ func isGroupName(s string) bool {
 	return true
 }
 
+// exclusion is a compiled exclusionList entry. An entry of the form
+// ^.*SUFFIX$ (Flux's default ^.*\.sig$ is one) is matched as the suffix
+// it is, without running the regular expression: a tag matches when it
+// ends with the suffix and has no newline before it (. does not match
+// one). Every other entry runs its regular expression.
+type exclusion struct {
+	re     *regexp.Regexp
+	suffix string
+	fast   bool
+}
+
+func newExclusion(re *regexp.Regexp) exclusion {
+	e := exclusion{re: re}
+	tree, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return e
+	}
+	tree = tree.Simplify()
+	sub := tree.Sub
+	if tree.Op != syntax.OpConcat || len(sub) != 4 ||
+		sub[0].Op != syntax.OpBeginText ||
+		sub[1].Op != syntax.OpStar || sub[1].Sub[0].Op != syntax.OpAnyCharNotNL ||
+		sub[2].Op != syntax.OpLiteral || sub[2].Flags&syntax.FoldCase != 0 ||
+		sub[3].Op != syntax.OpEndText {
+		return e
+	}
+	e.suffix, e.fast = string(sub[2].Rune), true
+	return e
+}
+
+func (e exclusion) match(tag string) bool {
+	if !e.fast {
+		return e.re.MatchString(tag)
+	}
+	rest, ok := strings.CutSuffix(tag, e.suffix)
+	return ok && strings.IndexByte(rest, '\n') < 0
+}
+
 // Filter returns the (non-empty) tags that are not excluded and match the pattern,
 // each mapped to the value the policy orders it by (the extract, or the
 // tag itself). When two tags extract the same value the one sorting last
 // is kept, so the result does not depend on the registry's order.
 func (s *Selector) Filter(tags []string) map[string]string {
-	out := make(map[string]string, len(tags))
+	values, byValue := s.keep(tags)
+	if byValue == nil {
+		byValue = make(map[string]string, len(values))
+		for _, v := range values {
+			byValue[v] = v
+		}
+	}
+	return byValue
+}
+
+// keep returns the values of the tags Filter keeps and, with an
+// extract, the map of each value to its tag; without one the values are
+// the tags and the map is nil.
+func (s *Selector) keep(tags []string) ([]string, map[string]string) {
+	var byValue map[string]string
+	if s.extract != "" {
+		byValue = make(map[string]string, len(tags))
+	}
+	values := make([]string, 0, len(tags))
 tags:
 	for _, tag := range tags {
 		if tag == "" {
 			continue
 		}
-		for _, re := range s.exclude {
-			if re.MatchString(tag) {
+		for _, e := range s.exclude {
+			if e.match(tag) {
 				continue tags
 			}
 		}
-		value := tag
-		if s.filter != nil {
-			m := s.filter.FindStringSubmatchIndex(tag)
-			if m == nil {
-				continue
-			}
-			if s.extract != "" {
-				value = string(s.filter.ExpandString(nil, s.extract, tag, m))
-			}
+		if s.filter == nil {
+			values = append(values, tag)
+			continue
 		}
-		if prev, ok := out[value]; !ok || tag > prev {
-			out[value] = tag
+		m := s.filter.FindStringSubmatchIndex(tag)
+		if m == nil {
+			continue
+		}
+		if byValue == nil {
+			values = append(values, tag)
+			continue
+		}
+		value := string(s.filter.ExpandString(nil, s.extract, tag, m))
+		prev, ok := byValue[value]
+		if !ok {
+			values = append(values, value)
+		}
+		if !ok || tag > prev {
+			byValue[value] = tag
 		}
 	}
-	return out
+	return values, byValue
 }
 
 // Latest returns the tag the policy selects from tags: excluded tags
 // dropped, the filter applied, the rest ordered. It returns an error
-// wrapping ErrNoMatch when no tag qualifies.
+// wrapping ErrNoMatch when no tag qualifies. Every policer breaks ties by
+// comparing tags, so the order of tags does not matter.
 func (s *Selector) Latest(tags []string) (string, error) {
-	byValue := s.Filter(tags)
-	values := make([]string, 0, len(byValue))
-	for v := range byValue {
-		values = append(values, v)
-	}
-	sort.Strings(values)
+	values, byValue := s.keep(tags)
 	v, err := s.policer.Latest(values)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w (%d tags, %d after exclusions and filterTags)", s.Policy.ID(), err, len(tags), len(values))
 	}
-	return byValue[v], nil
+	if byValue != nil {
+		return byValue[v], nil
+	}
+	return v, nil
 }
 
 // Latest compiles the policy and selects the latest of tags.

@@ -383,7 +383,6 @@ func (j *job) run(ctx context.Context, rt http.RoundTripper, opts ScanOptions) e
 			break
 		}
 	}
-	sort.Strings(tags)
 	digests := map[string]string{}
 	for i, sel := range j.selected {
 		r := j.results[i]
