@@ -82,3 +82,37 @@ func TestSweepStale(t *testing.T) {
 		}
 	}
 }
+
+// TestEtcdOnTakenPort starts an etcd on the port another plane's etcd
+// holds, as when another test binary takes the free port first: the other
+// etcd answers /health there, and startEtcd must not take it for its own
+// but fail with "address already in use", which startPlane retries on.
+func TestEtcdOnTakenPort(t *testing.T) {
+	bin, err := findBinDir()
+	if err == nil {
+		err = checkBinaries(bin)
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := &ControlPlane{binDir: bin, dir: t.TempDir(), etcdName: "kubetest-" + randomHex(8), etcdPort: port}
+	if err := first.startEtcd(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.etcd.stop(0)
+	second := &ControlPlane{binDir: bin, dir: t.TempDir(), etcdName: "kubetest-" + randomHex(8), etcdPort: port}
+	err = second.startEtcd()
+	if second.etcd != nil {
+		defer second.etcd.stop(0)
+	}
+	if err == nil || !addrInUse(err) {
+		t.Fatalf("second etcd on the first one's port %d: %v; want an address-in-use failure", port, err)
+	}
+}

@@ -39,6 +39,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -83,6 +84,7 @@ type ControlPlane struct {
 	binDir   string
 	dir      string // temporary directory, removed by Stop
 	etcdPort int
+	etcdName string // this plane's own etcd member name
 	apiPort  int
 	token    string
 	pki      *pki
@@ -412,7 +414,7 @@ func startPlane() (_ *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{binDir: bin, dir: dir, token: randomHex(24)}
+	cp := &ControlPlane{binDir: bin, dir: dir, token: randomHex(24), etcdName: "kubetest-" + randomHex(8)}
 	defer func() {
 		if err != nil {
 			cp.Stop()
@@ -470,8 +472,9 @@ func (cp *ControlPlane) startEtcd() error {
 		"--advertise-client-urls=" + u,
 		"--listen-peer-urls=http://127.0.0.1:0",
 		"--initial-advertise-peer-urls=http://127.0.0.1:2380",
-		"--initial-cluster=kubetest=http://127.0.0.1:2380",
-		"--name=kubetest",
+		"--initial-cluster=" + cp.etcdName + "=http://127.0.0.1:2380",
+		"--initial-cluster-token=" + cp.etcdName,
+		"--name=" + cp.etcdName,
 		"--unsafe-no-fsync",
 		"--heartbeat-interval=10",
 		"--election-timeout=100",
@@ -482,11 +485,34 @@ func (cp *ControlPlane) startEtcd() error {
 	}
 	cp.etcd = p
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
-	if err := waitReady(p, func() bool { return get(client, u+"/health", "", nil) }); err != nil {
+	// The etcd of another plane (another test binary) that took the port
+	// first answers /health too, until ours fails to bind and exits: only
+	// a member list naming our member is ours.
+	ready := func() bool { return get(client, u+"/health", "", nil) && cp.ownEtcd(client, u) }
+	if err := waitReady(p, ready); err != nil {
 		p.stop(0)
 		return err
 	}
 	return nil
+}
+
+// ownEtcd reports whether the etcd answering at u is this plane's: its
+// only member has the plane's member name.
+func (cp *ControlPlane) ownEtcd(c *http.Client, u string) bool {
+	resp, err := c.Post(u+"/v3/cluster/member/list", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Members []struct {
+			Name string `json:"name"`
+		} `json:"members"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list) != nil {
+		return false
+	}
+	return len(list.Members) == 1 && list.Members[0].Name == cp.etcdName
 }
 
 // startAPIServer starts kube-apiserver on cp.apiPort and waits for /readyz.
