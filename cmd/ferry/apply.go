@@ -24,6 +24,7 @@ type applyOptions struct {
 
 func newApplyCmd(e *env) *cobra.Command {
 	o := &applyOptions{apply: kube.DefaultApplyOptions()}
+	o.apply.LeaveOut = config.ActsOn
 	cmd := &cobra.Command{
 		Use:   "apply [TARGET...]",
 		Short: "Render, decrypt and server-side apply targets, with an ApplySet inventory and pruning",
@@ -224,7 +225,11 @@ func markdownChangeSets(sets []*kube.ChangeSet) string {
 		}
 		fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", mdEscape(cs.Target), mdEscape(summary(cs)))
 		for _, c := range changed {
-			fmt.Fprintf(&b, "- %s `%s`\n", c.Action, strings.ReplaceAll(c.Object.String(), "`", "'"))
+			fmt.Fprintf(&b, "- %s `%s`", c.Action, strings.ReplaceAll(c.Object.String(), "`", "'"))
+			if c.Reason != "" {
+				fmt.Fprintf(&b, ": %s", mdEscape(c.Reason))
+			}
+			b.WriteString("\n")
 		}
 		b.WriteString("\n</details>\n")
 	}

@@ -133,7 +133,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 			if err != nil {
 				return nil, err
 			}
-			cmp, err := client.Compare(ctx, objs, kube.CompareOptions{Target: t.Name, InventoryNamespace: o.inventoryNS, DryRunAll: true})
+			cmp, err := client.Compare(ctx, objs, kube.CompareOptions{Target: t.Name, InventoryNamespace: o.inventoryNS, DryRunAll: true, LeaveOut: config.ActsOn})
 			if err != nil {
 				return nil, err
 			}

@@ -39,6 +39,7 @@ type driftOptions struct {
 
 func newDriftCmd(e *env) *cobra.Command {
 	o := &driftOptions{compare: kube.DefaultCompareOptions(), apply: kube.DefaultApplyOptions()}
+	o.compare.LeaveOut, o.apply.LeaveOut = config.ActsOn, config.ActsOn
 	cmd := &cobra.Command{
 		Use:   "drift [TARGET...]",
 		Short: "Compare live clusters with Git and report drift",

@@ -48,6 +48,12 @@ type ApplyOptions struct {
 	Lock    LockOptions
 	// Concurrency bounds the requests in flight within a wave.
 	Concurrency int
+	// LeaveOut, when set, is asked about each object whose kind neither
+	// the cluster nor a CRD of the render defines. A reason leaves the
+	// object out (a Skipped change with that reason) instead of stopping
+	// the run; "" keeps the error. ferry passes the Flux objects it acts
+	// on itself (see config.ActsOn).
+	LeaveOut func(*unstructured.Unstructured) string
 }
 
 // DefaultApplyOptions returns the options a plain `ferry apply` uses.
@@ -114,10 +120,11 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 		return cs, err
 	}
 
-	desired, err := c.prepare(objs, inv.ID)
+	desired, leftOut, err := c.prepare(objs, inv.ID, opts.LeaveOut)
 	if err != nil {
 		return cs, err
 	}
+	cs.Changes = append(cs.Changes, leftOut...)
 	live, err := c.listMembers(ctx, inv, desired)
 	if err != nil {
 		return cs, err
@@ -252,9 +259,10 @@ func checkRevision(recorded string, opts ApplyOptions) error {
 // prepare maps every object to its resource, defaults namespaces, labels
 // it as a member, and hashes the configuration. A kind neither the cluster
 // nor a CRD of the render knows stops the run here.
-func (c *Client) prepare(objs []*unstructured.Unstructured, setID string) ([]*object, error) {
+func (c *Client) prepare(objs []*unstructured.Unstructured, setID string, leaveOut func(*unstructured.Unstructured) string) ([]*object, []Change, error) {
 	crds := renderedCRDs(objs)
 	var out []*object
+	var leftOut []Change
 	var errs []error
 	seen := map[string]bool{}
 	for _, in := range objs {
@@ -273,6 +281,12 @@ func (c *Client) prepare(objs []*unstructured.Unstructured, setID string) ([]*ob
 			}
 		case meta.IsNoMatchError(err):
 			scope, ok := crds[gvk.GroupKind()]
+			if !ok && leaveOut != nil {
+				if reason := leaveOut(u); reason != "" {
+					leftOut = append(leftOut, Change{Object: manifest.IDOf(u), Action: Skipped, Reason: reason})
+					continue
+				}
+			}
 			if !ok {
 				errs = append(errs, fmt.Errorf("%s: kind %s (apiVersion %s) is not known to the cluster and no CRD in the target defines it", manifest.IDOf(u), gvk.Kind, gvk.GroupVersion()))
 				continue
@@ -281,7 +295,7 @@ func (c *Client) prepare(objs []*unstructured.Unstructured, setID string) ([]*ob
 				u.SetNamespace(c.namespace)
 			}
 		default:
-			return nil, fmt.Errorf("cluster %s: mapping %s: %w", c.Host, gvk, err)
+			return nil, nil, fmt.Errorf("cluster %s: mapping %s: %w", c.Host, gvk, err)
 		}
 		labels := u.GetLabels()
 		if labels == nil {
@@ -298,14 +312,14 @@ func (c *Client) prepare(objs []*unstructured.Unstructured, setID string) ([]*ob
 		seen[o.key] = true
 		b, err := json.Marshal(u.Object)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", o.id, err)
+			return nil, nil, fmt.Errorf("%s: %w", o.id, err)
 		}
 		sum := sha256.Sum256(b)
 		o.config = hex.EncodeToString(sum[:])
 		out = append(out, o)
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, nil, errors.Join(errs...)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].wave != out[j].wave {
@@ -313,7 +327,7 @@ func (c *Client) prepare(objs []*unstructured.Unstructured, setID string) ([]*ob
 		}
 		return manifest.Less(out[i].id, out[j].id)
 	})
-	return out, nil
+	return out, leftOut, nil
 }
 
 // renderedCRDs returns the kinds the render's CRDs define, with their scope.

@@ -626,3 +626,96 @@ func TestEveryRejectedObjectIsReported(t *testing.T) {
 		t.Errorf("an API answer was taken for a broken connection:\n%v", err)
 	}
 }
+
+// TestLeaveOut: an object of a kind the cluster does not know stops the
+// run, unless LeaveOut gives a reason to leave it out: then it is
+// reported as skipped with that reason, the rest is applied, and the
+// object is neither written nor recorded. Compare leaves it out the same
+// way. A kind the render's own CRD defines is never asked about.
+func TestLeaveOut(t *testing.T) {
+	f := newFixture(t)
+	group := strings.ReplaceAll(f.ns, "-", "") + ".leaveout.example.com"
+	gadget := fmt.Sprintf("apiVersion: %s/v1\nkind: Gadget\nmetadata:\n  name: g\n  namespace: NS\n", group)
+	objs := f.objects(configMap("kept", "1"), gadget)
+	var asked []string
+	leaveOut := func(u *unstructured.Unstructured) string {
+		asked = append(asked, manifest.IDOf(u).String())
+		if u.GetKind() == "Gadget" {
+			return "a gadget, done elsewhere"
+		}
+		return ""
+	}
+
+	before := f.snapshot()
+	if _, err := f.client.Apply(context.Background(), objs, f.opts()); err == nil || !strings.Contains(err.Error(), "Gadget."+group+"/"+f.ns+"/g") {
+		t.Fatalf("without LeaveOut: err = %v, want the unknown Gadget named", err)
+	}
+	if diff := cmp.Diff(before, f.snapshot()); diff != "" {
+		t.Fatalf("written without LeaveOut (-before +after):\n%s", diff)
+	}
+
+	opts := f.opts()
+	opts.LeaveOut = leaveOut
+	cs := f.apply(objs, opts)
+	want := f.sub([]string{"created ConfigMap/NS/kept", "skipped Gadget." + group + "/NS/g"})
+	if diff := cmp.Diff(want, actions(cs)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, c := range cs.Changes {
+		if c.Action == kube.Skipped && c.Reason != "a gadget, done elsewhere" {
+			t.Errorf("skipped %s with reason %q", c.Object, c.Reason)
+		}
+	}
+	if diff := cmp.Diff(f.sub([]string{"Gadget." + group + "/NS/g"}), asked); diff != "" {
+		t.Errorf("LeaveOut asked about (-want +got):\n%s", diff)
+	}
+	inv, err := f.client.ReadInventory(context.Background(), "test", f.invNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key := range inv.Records {
+		if strings.Contains(key, "Gadget") {
+			t.Errorf("inventory records the left-out %s", key)
+		}
+	}
+
+	again := f.apply(objs, opts)
+	if diff := cmp.Diff(f.sub([]string{"skipped Gadget." + group + "/NS/g", "unchanged ConfigMap/NS/kept"}), actions(again)); diff != "" {
+		t.Errorf("re-apply (-want +got):\n%s", diff)
+	}
+
+	cmpOpts := kube.DefaultCompareOptions()
+	cmpOpts.Target, cmpOpts.InventoryNamespace, cmpOpts.LeaveOut = "test", f.invNS, leaveOut
+	c, err := f.client.Compare(context.Background(), objs, cmpOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Objects) != 1 || c.Objects[0].ID.Kind != "ConfigMap" || !c.Objects[0].Unchanged {
+		t.Errorf("compared objects: %+v, want only the unchanged ConfigMap", c.Objects)
+	}
+	if len(c.LeftOut) != 1 || c.LeftOut[0].Object.Kind != "Gadget" || c.LeftOut[0].Reason != "a gadget, done elsewhere" {
+		t.Errorf("left out: %+v", c.LeftOut)
+	}
+
+	// With its CRD in the render the Gadget is applied, not left out.
+	asked = nil
+	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.%[1]s
+spec:
+  group: %[1]s
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`, group)
+	withCRD := f.apply(f.objects(crd, configMap("kept", "1"), gadget), opts)
+	if !contains(actions(withCRD), f.sub([]string{"created Gadget." + group + "/NS/g"})[0]) || len(asked) != 0 {
+		t.Errorf("with the CRD rendered: %v (LeaveOut asked about %v)", actions(withCRD), asked)
+	}
+}

@@ -13,7 +13,9 @@ const (
 	Configured Action = "configured"
 	Unchanged  Action = "unchanged"
 	Pruned     Action = "pruned"
-	// Skipped: no longer rendered, but protected from pruning by an annotation.
+	// Skipped: no longer rendered, but protected from pruning by an
+	// annotation; or rendered, but left out by ApplyOptions.LeaveOut. The
+	// change's Reason says which.
 	Skipped Action = "skipped"
 	// Orphaned: no longer rendered and left in place because pruning is off.
 	Orphaned Action = "orphaned"

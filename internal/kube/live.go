@@ -26,6 +26,9 @@ type CompareOptions struct {
 	// inventory records as applied with the same configuration, whose
 	// fields ferry still owns exactly as it left them, are not.
 	DryRunAll bool
+	// LeaveOut is ApplyOptions.LeaveOut: objects it gives a reason for
+	// are not compared, and are listed in Comparison.LeftOut.
+	LeaveOut func(*unstructured.Unstructured) string
 }
 
 // DefaultCompareOptions returns the options `ferry drift` uses.
@@ -84,6 +87,9 @@ type Comparison struct {
 	// Orphans are the live members of the ApplySet no longer rendered,
 	// ordered by identity.
 	Orphans []*unstructured.Unstructured
+	// LeftOut are the rendered objects CompareOptions.LeaveOut left out,
+	// with the reason.
+	LeftOut []Change
 }
 
 // Compare reads the target's inventory and the live state of every
@@ -109,7 +115,7 @@ func (c *Client) Compare(ctx context.Context, objs []*unstructured.Unstructured,
 	if err != nil {
 		return nil, err
 	}
-	desired, err := c.prepare(objs, inv.ID)
+	desired, leftOut, err := c.prepare(objs, inv.ID, opts.LeaveOut)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +123,7 @@ func (c *Client) Compare(ctx context.Context, objs []*unstructured.Unstructured,
 	if err != nil {
 		return nil, err
 	}
-	cmp := &Comparison{Target: opts.Target, Cluster: c.Host, Inventory: inv}
+	cmp := &Comparison{Target: opts.Target, Cluster: c.Host, Inventory: inv, LeftOut: leftOut}
 	byObject := make(map[*object]*LiveObject, len(desired))
 	var fetch []*object
 	for _, o := range desired {

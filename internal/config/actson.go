@@ -1,0 +1,32 @@
+package config
+
+import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+// ActsOn says why ferry does the work of a Flux object itself, "" for
+// any other object. In a push setup no Flux controller runs in the
+// cluster: a Kustomization is a target of ferry's own, a source is read
+// from the checkout, and image automation is ferry bump. So a render that
+// holds such objects (a parent Kustomization listing its children, say)
+// must not fail on a cluster without Flux's CRDs; ferry apply, drift and
+// diff --live leave them out there (kube.ApplyOptions.LeaveOut). A
+// cluster that has the CRDs gets them applied as before.
+func ActsOn(u *unstructured.Unstructured) string {
+	gvk := u.GroupVersionKind()
+	switch gvk.Group {
+	case KustomizeGroup:
+		if gvk.Kind == "Kustomization" {
+			return "Flux Kustomization, a target of its own for ferry; the cluster has no Flux CRDs"
+		}
+	case SourceGroup:
+		switch gvk.Kind {
+		case "GitRepository", "OCIRepository", "Bucket":
+			return "Flux source, which ferry resolves itself; the cluster has no Flux CRDs"
+		}
+	case ImageGroup:
+		switch gvk.Kind {
+		case "ImageRepository", "ImagePolicy", "ImageUpdateAutomation":
+			return "Flux image automation, done by ferry bump; the cluster has no Flux CRDs"
+		}
+	}
+	return ""
+}

@@ -1,0 +1,37 @@
+package config
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestActsOn(t *testing.T) {
+	for _, tc := range []struct {
+		apiVersion, kind string
+		acts             bool
+	}{
+		{"kustomize.toolkit.fluxcd.io/v1", "Kustomization", true},
+		{"kustomize.toolkit.fluxcd.io/v1beta2", "Kustomization", true},
+		{"source.toolkit.fluxcd.io/v1", "GitRepository", true},
+		{"source.toolkit.fluxcd.io/v1beta2", "OCIRepository", true},
+		{"source.toolkit.fluxcd.io/v1", "Bucket", true},
+		{"image.toolkit.fluxcd.io/v1", "ImageRepository", true},
+		{"image.toolkit.fluxcd.io/v1beta2", "ImagePolicy", true},
+		{"image.toolkit.fluxcd.io/v1", "ImageUpdateAutomation", true},
+		// Flux objects ferry does not do the work of: a cluster without
+		// their CRDs is an error, as for any unknown kind.
+		{"helm.toolkit.fluxcd.io/v2", "HelmRelease", false},
+		{"source.toolkit.fluxcd.io/v1", "HelmRepository", false},
+		{"notification.toolkit.fluxcd.io/v1beta3", "Alert", false},
+		{"kustomize.config.k8s.io/v1beta1", "Kustomization", false},
+		{"v1", "ConfigMap", false},
+	} {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(tc.apiVersion)
+		u.SetKind(tc.kind)
+		if got := ActsOn(u); (got != "") != tc.acts {
+			t.Errorf("ActsOn(%s %s) = %q, want a reason: %v", tc.apiVersion, tc.kind, got, tc.acts)
+		}
+	}
+}
