@@ -241,6 +241,8 @@ func (g *Gitea) startWeb(ctx context.Context, bin, conf, root string, port int) 
 		return err
 	}
 	g.URL = fmt.Sprintf("http://127.0.0.1:%d/", port)
+	// A failed try's log would read as this one's failed bind.
+	_ = os.Remove(filepath.Join(g.dir, "log", "gitea.log"))
 	// The web server runs in its own process group, killed whole by Stop,
 	// and dies with the test binary should Stop never run.
 	logPath := filepath.Join(g.dir, "web.log")
