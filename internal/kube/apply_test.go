@@ -327,30 +327,31 @@ func TestKubectlAgreesWithInventory(t *testing.T) {
 	}
 }
 
-func TestCRDAndCustomResourceInOneRun(t *testing.T) {
-	f := newFixture(t)
-	group := strings.ReplaceAll(f.ns, "-", "") + ".example.com"
-	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+// crdYAML is a namespaced CRD of kind in group, served and stored as v1,
+// with schema (a YAML flow mapping) as its openAPIV3Schema.
+func crdYAML(group, kind, schema string) string {
+	lower := strings.ToLower(kind)
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: widgets.%[1]s
+  name: %[3]ss.%[1]s
 spec:
   group: %[1]s
   scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  names: {plural: %[3]ss, singular: %[3]s, kind: %[2]s, listKind: %[2]sList}
   versions:
     - name: v1
       served: true
       storage: true
       schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-              type: object
-              properties:
-                size: {type: integer}
-`, group)
+        openAPIV3Schema: %[4]s
+`, group, kind, lower, schema)
+}
+
+func TestCRDAndCustomResourceInOneRun(t *testing.T) {
+	f := newFixture(t)
+	group := strings.ReplaceAll(f.ns, "-", "") + ".example.com"
+	crd := crdYAML(group, "Widget", "{type: object, properties: {spec: {type: object, properties: {size: {type: integer}}}}}")
 	cr := fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: NS\nspec:\n  size: 3\n", group)
 	cs := f.apply(f.objects(crd, cr), f.opts())
 	want := f.sub([]string{"created CustomResourceDefinition.apiextensions.k8s.io/widgets." + group, "created Widget." + group + "/NS/w1"})
@@ -699,21 +700,7 @@ func TestLeaveOut(t *testing.T) {
 
 	// With its CRD in the render the Gadget is applied, not left out.
 	asked = nil
-	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gadgets.%[1]s
-spec:
-  group: %[1]s
-  scope: Namespaced
-  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`, group)
+	crd := crdYAML(group, "Gadget", "{type: object, x-kubernetes-preserve-unknown-fields: true}")
 	withCRD := f.apply(f.objects(crd, configMap("kept", "1"), gadget), opts)
 	if !contains(actions(withCRD), f.sub([]string{"created Gadget." + group + "/NS/g"})[0]) || len(asked) != 0 {
 		t.Errorf("with the CRD rendered: %v (LeaveOut asked about %v)", actions(withCRD), asked)
