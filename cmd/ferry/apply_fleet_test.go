@@ -53,7 +53,7 @@ spec:
   prune: true
   sourceRef: {kind: GitRepository, name: flux-system}
 `)
-	r.write("tenants/team.yaml", `apiVersion: v1
+	r.write("tenants/team.yaml", strings.ReplaceAll(`apiVersion: v1
 kind: Namespace
 metadata:
   name: NS
@@ -86,11 +86,8 @@ spec:
   imageRepositoryRef: {name: team-app}
   policy:
     semver: {range: ">=1.0.0"}
-`)
+`, "NS", ns))
 	r.write("team/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-config\ndata:\n  k: v\n")
-	for _, f := range []string{"tenants/team.yaml"} {
-		r.write(f, strings.ReplaceAll(r.read(f), "NS", ns))
-	}
 	common := []string{"--repo", r.dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", invNS, "--revision", "0123456789abcdef0123456789abcdef01234567"}
 
 	res := ferry(t, vars, append([]string{"apply", "--format", "json"}, common...)...)
