@@ -75,11 +75,18 @@ func runWith(ctx context.Context, args []string, e *env, newRoot func(*env) *cob
 	if e.actionErr != nil && (err == nil || errors.As(err, &ec)) {
 		err = e.actionErr
 	}
+	if ctx.Err() != nil {
+		// Stopped by a signal (or a caller's deadline): whatever the
+		// command got to, the run did not finish, so it never exits 0
+		// and its own error (every target "context canceled") is noise.
+		err = fmt.Errorf("stopped before finishing: %w", context.Cause(ctx))
+		ec = nil
+	}
 	if err == nil {
 		return exitOK
 	}
 	e.finishActions(err, args)
-	if errors.As(err, &ec) {
+	if ctx.Err() == nil && errors.As(err, &ec) {
 		if ec.msg != "" {
 			fmt.Fprintln(e.stderr, e.masker.Mask(ec.msg))
 		}

@@ -2,15 +2,14 @@ package manifest
 
 import (
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 )
 
 // WalkYAML calls fn with the content of every regular .yaml and .yml file
 // under root, by slash path relative to root, in lexical order. Hidden
-// folders (.git and the like) are not walked. An error from fn stops the
-// walk and is returned.
+// folders (.git and the like) are not walked. A file past MaxFileSize or
+// an alias bomb stops the walk with a LimitError; so does an error from fn.
 func WalkYAML(root string, fn func(rel string, data []byte) error) error {
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -25,14 +24,18 @@ func WalkYAML(root string, fn func(rel string, data []byte) error) error {
 		if ext := filepath.Ext(path); ext != ".yaml" && ext != ".yml" || !d.Type().IsRegular() {
 			return nil
 		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
 		rel, err := filepath.Rel(root, path)
 		if err != nil {
 			return err
 		}
-		return fn(filepath.ToSlash(rel), data)
+		rel = filepath.ToSlash(rel)
+		data, err := ReadFile(path, rel)
+		if err != nil {
+			return err
+		}
+		if err := CheckAliases(rel, data); err != nil {
+			return err
+		}
+		return fn(rel, data)
 	})
 }

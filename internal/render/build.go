@@ -70,12 +70,32 @@ type Result struct {
 // spec into a kustomization (generated in memory when the path has none),
 // kustomize builds it, then postBuild substitution and commonMetadata are
 // applied as kustomize-controller applies them.
+//
+// kustomize cannot be interrupted, so the build runs beside the caller:
+// when ctx is done Build returns at once with its error, and the build
+// left behind ends on its own (its result is dropped).
 func Build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
-	res, err := build(ctx, spec, opts)
-	if err != nil {
-		return nil, fmt.Errorf("target %q: %w", spec.Name, relativize(err, spec.Root))
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("target %q: %w", spec.Name, err)
 	}
-	return res, nil
+	type built struct {
+		res *Result
+		err error
+	}
+	done := make(chan built, 1)
+	go func() {
+		res, err := build(ctx, spec, opts)
+		done <- built{res, err}
+	}()
+	select {
+	case b := <-done:
+		if b.err != nil {
+			return nil, fmt.Errorf("target %q: %w", spec.Name, relativize(b.err, spec.Root))
+		}
+		return b.res, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("target %q: %w", spec.Name, ctx.Err())
+	}
 }
 
 func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -12,22 +13,11 @@ import (
 
 	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/konfig"
-	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 
+	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
-
-// RemoteError reports a remote base or resource while remote bases are off.
-type RemoteError struct {
-	File string // kustomization file, relative to the repository
-	Ref  string
-}
-
-func (e *RemoteError) Error() string {
-	return fmt.Sprintf("%s: remote resource %q is not allowed (remote bases are off; pass --allow-remote-bases to fetch it)", e.File, e.Ref)
-}
 
 // repoFS is the filesystem kustomize reads through for one build. It wraps
 // a filesystem that refuses paths outside the repository, and
@@ -88,6 +78,10 @@ func (f *repoFS) ReadFile(path string) ([]byte, error) {
 		}
 		return data, f.checkRemote(clean, data)
 	}
+	rel := f.rel(clean)
+	if err := f.checkSize(clean, rel); err != nil {
+		return nil, f.fail(err)
+	}
 	data, err := f.FileSystem.ReadFile(path)
 	if err != nil {
 		if strings.Contains(err.Error(), "is not in or below") {
@@ -95,14 +89,24 @@ func (f *repoFS) ReadFile(path string) ([]byte, error) {
 		}
 		return nil, err
 	}
-	rel := f.rel(clean)
 	f.mu.Lock()
 	f.read[rel] = struct{}{}
 	f.mu.Unlock()
+	if err := manifest.CheckAliases(rel, data); err != nil {
+		return nil, f.fail(err)
+	}
 	if isKustomizationFile(clean) {
 		return data, f.checkRemote(clean, data)
 	}
+	if bytes.Contains(data, []byte("builtin")) {
+		if err := f.checkPluginConfigs(clean, data); err != nil {
+			return nil, err
+		}
+	}
 	if !secrets.IsEncrypted(rel, data) {
+		if err := secrets.CheckPlaintext(rel, data); err != nil {
+			return nil, f.fail(err)
+		}
 		return data, nil
 	}
 	f.mu.Lock()
@@ -118,18 +122,19 @@ func (f *repoFS) ReadFile(path string) ([]byte, error) {
 	return plain, nil
 }
 
-// checkRemote refuses remote references in a kustomization file. The error
-// is also recorded, because kustomize treats a kustomization file that
-// fails to load as missing and would otherwise hide the reason.
+// checkRemote refuses remote locations in a kustomization file (see
+// remote.go). The error is also recorded, because kustomize treats a
+// kustomization file that fails to load as missing and would otherwise
+// hide the reason.
 //
 // It also notes a kustomization that changes kustomize's global OpenAPI
 // schema, so the next build resets it.
 func (f *repoFS) checkRemote(path string, data []byte) error {
-	var k kustypes.Kustomization
-	if err := yaml.Unmarshal(data, &k); err != nil {
+	docs, err := yamlDocs(data)
+	if err != nil || len(docs) == 0 {
 		return nil // kustomize reports the syntax error itself
 	}
-	if len(k.OpenAPI) > 0 {
+	if hasKey(docs[0], "openapi") {
 		f.mu.Lock()
 		f.schema = true
 		f.mu.Unlock()
@@ -137,16 +142,80 @@ func (f *repoFS) checkRemote(path string, data []byte) error {
 	if f.remote {
 		return nil
 	}
-	refs := append(append(append([]string{}, k.Resources...), k.Components...), k.Bases...) //nolint:staticcheck // Bases is deprecated but still read by kustomize
-	for _, p := range k.Patches {
-		refs = append(refs, p.Path)
-	}
-	for _, r := range refs {
-		if isRemote(r) {
-			return f.fail(&RemoteError{File: f.rel(path), Ref: r})
+	for _, d := range docs {
+		if refs := remoteRefs(d); len(refs) > 0 {
+			return f.fail(&RemoteError{File: f.rel(path), Ref: refs[0]})
 		}
 	}
 	return nil
+}
+
+// checkPluginConfigs refuses remote locations in the configs of builtin
+// generators and transformers a file holds (a generators: entry naming
+// it, or any resource file: which one kustomize reads as a config is
+// decided by the kustomization that lists it).
+func (f *repoFS) checkPluginConfigs(path string, data []byte) error {
+	if f.remote {
+		return nil
+	}
+	docs, err := yamlDocs(data)
+	if err != nil {
+		return nil
+	}
+	for _, d := range builtinConfigs(docs) {
+		if refs := remoteRefs(d); len(refs) > 0 {
+			return f.fail(&RemoteError{File: f.rel(path), Ref: refs[0]})
+		}
+	}
+	return nil
+}
+
+// checkSize refuses a file past manifest.MaxFileSize before it is read.
+func (f *repoFS) checkSize(path, rel string) error {
+	if _, ok := f.overlay[path]; ok {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil // the read that follows says why
+	}
+	if fi.Size() > manifest.MaxFileSize {
+		return &manifest.LimitError{File: rel, Reason: fmt.Sprintf("file is %d bytes, more than the %d ferry reads", fi.Size(), manifest.MaxFileSize)}
+	}
+	return nil
+}
+
+// yamlDocs parses every document of a YAML stream into nodes (aliases are
+// not expanded).
+func yamlDocs(data []byte) ([]*yamlv3.Node, error) {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	var out []*yamlv3.Node
+	for {
+		var n yamlv3.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, &n)
+	}
+}
+
+func hasKey(doc *yamlv3.Node, key string) bool {
+	if doc.Kind == yamlv3.DocumentNode && len(doc.Content) == 1 {
+		doc = doc.Content[0]
+	}
+	if doc.Kind != yamlv3.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
 }
 
 // findMalformed names the first file read by a failed build that is not
@@ -221,16 +290,4 @@ func isKustomizationFile(path string) bool {
 		}
 	}
 	return false
-}
-
-// isRemote reports whether a kustomization reference points outside the
-// local filesystem, using the forms kustomize itself recognises.
-func isRemote(ref string) bool {
-	l := strings.ToLower(ref)
-	for _, p := range []string{"git::", "gh:", "ssh://", "https://", "http://", "git@", "github.com:", "github.com/", "gitlab.com/", "bitbucket.org/", "file://"} {
-		if strings.HasPrefix(l, p) {
-			return true
-		}
-	}
-	return strings.Contains(l, "?ref=") || strings.Contains(l, ".git//")
 }
