@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -202,6 +204,11 @@ func ParseFile(data []byte) (*File, error) {
 			return nil, fmt.Errorf("%s: sources: %q has no path", FileName, name)
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(f.Clusters)) {
+		if err := checkNamePart(name); err != nil {
+			return nil, fmt.Errorf("%s: clusters: cluster name %q: %w", FileName, name, err)
+		}
+	}
 	seen := map[string]bool{}
 	for i, t := range f.Targets {
 		switch {
@@ -211,6 +218,17 @@ func ParseFile(data []byte) (*File, error) {
 			return nil, fmt.Errorf("%s: target %q: path is required", FileName, t.Name)
 		case seen[t.Name]:
 			return nil, fmt.Errorf("%s: target %q is declared twice", FileName, t.Name)
+		}
+		if err := checkTargetName(t.Name); err != nil {
+			return nil, fmt.Errorf("%s: targets[%d]: name %q: %w", FileName, i, t.Name, err)
+		}
+		for _, f := range [][2]string{{"cluster", t.Cluster}, {"namespace", t.Namespace}} {
+			if f[1] == "" {
+				continue
+			}
+			if err := checkNamePart(f[1]); err != nil {
+				return nil, fmt.Errorf("%s: target %q: %s %q: %w", FileName, t.Name, f[0], f[1], err)
+			}
 		}
 		seen[t.Name] = true
 	}
@@ -223,8 +241,8 @@ func ParseFile(data []byte) (*File, error) {
 		switch {
 		case p.Name == "":
 			return nil, fmt.Errorf("%s: imagePolicies[%d]: name is required", FileName, i)
-		case strings.ContainsAny(p.Name+ns, ":/ \t"):
-			return nil, fmt.Errorf("%s: image policy %q: name and namespace cannot contain ':', '/' or blanks", FileName, ns+"/"+p.Name)
+		case checkNamePart(p.Name) != nil || checkNamePart(ns) != nil:
+			return nil, fmt.Errorf("%s: image policy %q: name and namespace cannot contain ':', '/' or blanks: they are %s", FileName, ns+"/"+p.Name, nameRule)
 		case strings.TrimSpace(p.Image) == "":
 			return nil, fmt.Errorf("%s: image policy %q: image is required", FileName, p.Name)
 		case policies[ns+"/"+p.Name]:

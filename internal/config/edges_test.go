@@ -1,0 +1,216 @@
+package config_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/render"
+)
+
+// Names a target may have: Kubernetes names and cluster folder names,
+// joined by '/'.
+func TestTargetNamesInFerryYAML(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"stage", "production-eu/apps", "app.v2", "a_b", "_shared", "prod/flux-system/apps", "0"} {
+		f, err := config.ParseFile([]byte("targets:\n  - name: " + quoteYAML(name) + "\n    path: apps\n"))
+		if err != nil {
+			t.Errorf("name %q: %v", name, err)
+			continue
+		}
+		if got := f.Targets[0].Name; got != name {
+			t.Errorf("name %q read as %q", name, got)
+		}
+	}
+}
+
+func TestBadNamesInFerryYAML(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{
+			name: "a newline, which would forge a row of render --list",
+			yaml: "targets:\n  - name: \"app\\nevil  apps  true  -  ferry.yaml\"\n    path: apps\n",
+			want: []string{`targets[0]: name "app\nevil  apps`, `'\n'`, "not a valid name"},
+		},
+		{
+			name: "a name that climbs out of render -o's folder",
+			yaml: "targets: [{name: ../../escaped, path: apps}]\n",
+			want: []string{`targets[0]: name "../../escaped"`, "not a valid name"},
+		},
+		{
+			name: "a dot part",
+			yaml: "targets: [{name: prod/./apps, path: apps}]\n",
+			want: []string{`name "prod/./apps"`, "not starting with '-' or '.'"},
+		},
+		{
+			name: "an empty part",
+			yaml: "targets: [{name: prod//apps, path: apps}]\n",
+			want: []string{`name "prod//apps"`, "an empty part"},
+		},
+		{
+			name: "a leading slash",
+			yaml: "targets: [{name: /etc, path: apps}]\n",
+			want: []string{`name "/etc"`, "an empty part"},
+		},
+		{
+			name: "a backslash",
+			yaml: `targets: [{name: 'a\b', path: apps}]` + "\n",
+			want: []string{`name "a\\b"`, `'\\'`},
+		},
+		{
+			name: "blanks",
+			yaml: "targets: [{name: my app, path: apps}]\n",
+			want: []string{`name "my app"`, "' '"},
+		},
+		{
+			name: "upper case, which Kubernetes refuses in names too",
+			yaml: "targets: [{name: Stage, path: apps}]\n",
+			want: []string{`name "Stage"`, "'S'", "lowercase"},
+		},
+		{
+			name: "a leading dash, which reads as a flag",
+			yaml: "targets: [{name: -rf, path: apps}]\n",
+			want: []string{`name "-rf"`, "'-' at offset 0"},
+		},
+		{
+			name: "a carriage return in the cluster",
+			yaml: "targets: [{name: app, cluster: \"prod\\r\", path: apps}]\n",
+			want: []string{`target "app": cluster "prod\r"`},
+		},
+		{
+			name: "a cluster with a slash",
+			yaml: "targets: [{name: app, cluster: a/b, path: apps}]\n",
+			want: []string{`target "app": cluster "a/b"`, "'/'"},
+		},
+		{
+			name: "a namespace with a newline",
+			yaml: "targets: [{name: app, namespace: \"x\\ny\", path: apps}]\n",
+			want: []string{`target "app": namespace "x\ny"`},
+		},
+		{
+			name: "a clusters key with a newline",
+			yaml: "clusters:\n  \"prod\\n::error::x\": {context: c}\n",
+			want: []string{`clusters: cluster name "prod\n::error::x"`},
+		},
+		{
+			name: "an image policy name with a newline",
+			yaml: "imagePolicies: [{name: \"app\\nx\", image: r/app, policy: {semver: {range: '1.x'}}}]\n",
+			want: []string{`image policy "flux-system/app\nx"`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f, err := config.ParseFile([]byte(tc.yaml))
+			if f != nil {
+				t.Errorf("ParseFile returned %+v along with the error", f)
+			}
+			wantError(t, err, append([]string{"ferry.yaml: "}, tc.want...)...)
+		})
+	}
+}
+
+// Discovered names are checked where they are made: a Kustomization's
+// name and namespace, and the cluster folder's name.
+func TestBadDiscoveredNames(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{
+			name: "a Kustomization name with a newline",
+			files: map[string]string{
+				"clusters/prod/apps.yaml": fluxKustomization(`"apps\n::error file=x::pwned"`, "apps", ""),
+				"apps/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+			},
+			want: []string{`clusters/prod/apps.yaml:1: Kustomization name "apps\n::error file=x::pwned"`, "not a valid name"},
+		},
+		{
+			name: "a Kustomization name that climbs out of render -o's folder",
+			files: map[string]string{
+				"other/apps.yaml": fluxKustomization(`../../escaped`, "apps", ""),
+				"apps/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+			},
+			want: []string{`other/apps.yaml:1: Kustomization name "../../escaped"`},
+		},
+		{
+			name: "a Kustomization name with a slash, which would pass for a qualified name",
+			files: map[string]string{
+				"other/apps.yaml": fluxKustomization(`prod/apps`, "apps", ""),
+				"apps/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+			},
+			want: []string{`other/apps.yaml:1: Kustomization name "prod/apps"`},
+		},
+		{
+			name: "a namespace with a tab",
+			files: map[string]string{
+				"other/apps.yaml": fluxKustomizationIn(`"team\ta"`, "apps", "apps", ""),
+				"apps/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+			},
+			want: []string{`other/apps.yaml:1: Kustomization namespace "team\ta"`},
+		},
+		{
+			name: "a skipped Kustomization is listed too, so its name is checked",
+			files: map[string]string{
+				"other/apps.yaml": strings.Replace(fluxKustomization(`"x\ny"`, "apps", ""), "    name: flux-system", "    name: elsewhere", 1),
+			},
+			want: []string{`Kustomization name "x\ny"`},
+		},
+		{
+			name: "a cluster folder in upper case",
+			files: map[string]string{
+				"clusters/Prod/apps.yaml": fluxKustomization("apps", "apps", ""),
+				"apps/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+			},
+			want: []string{`cluster folder "clusters/Prod": cluster name "Prod"`, "lowercase", "rename the folder"},
+		},
+		{
+			name: "a cluster folder with a newline",
+			files: map[string]string{
+				"clusters/prod\n::warning::x/apps.yaml": fluxKustomization("apps", "apps", ""),
+			},
+			want: []string{`cluster name "prod\n::warning::x"`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			repo, err := config.Load(t.Context(), writeTree(t, tc.files), render.Options{})
+			if err == nil {
+				t.Fatalf("Load accepted targets %q", targetNames(repo.Targets))
+			}
+			wantError(t, err, tc.want...)
+		})
+	}
+}
+
+// The names real fleet repositories use are kept as they are.
+func TestDiscoveredNamesKept(t *testing.T) {
+	t.Parallel()
+	repo := load(t, writeTree(t, map[string]string{
+		"clusters/production-eu/apps.yaml": fluxKustomization("apps", "apps", ""),
+		"clusters/staging_2/apps.yaml":     fluxKustomization("apps", "apps", ""),
+		"clusters/staging_2/infra.yaml":    fluxKustomization("infra.v2", "apps", ""),
+		"apps/cm.yaml":                     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+	}))
+	want := []string{"infra.v2", "production-eu/apps", "staging_2/apps"}
+	if diff := cmp.Diff(want, targetNames(repo.Targets)); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+}
+
+// quoteYAML writes s as a double-quoted YAML scalar (Go's escapes, for
+// the characters these tests use, are YAML's).
+func quoteYAML(s string) string { return strconv.Quote(s) }
+
+// quoteGo is %q: what error messages show of a name.
+func quoteGo(s string) string { return strconv.Quote(s) }
