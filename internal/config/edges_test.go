@@ -117,6 +117,58 @@ func TestBadNamesInFerryYAML(t *testing.T) {
 	}
 }
 
+// ferry.yaml is YAML 1.2: only an unquoted true or false is a boolean,
+// one rule for every boolean field.
+func TestFerryYAMLBooleans(t *testing.T) {
+	t.Parallel()
+	good := []struct {
+		value string
+		want  bool
+	}{
+		{"true", true}, {"false", false}, {"True", true}, {"FALSE", false},
+		{"!!bool true", true}, {"null", false}, {"", false},
+	}
+	for _, g := range good {
+		f, err := config.ParseFile([]byte("targets:\n  - name: a\n    path: a\n    prune: " + g.value + "\n"))
+		if err != nil {
+			t.Errorf("prune: %s: %v", g.value, err)
+			continue
+		}
+		if f.Targets[0].Prune != g.want {
+			t.Errorf("prune: %s read as %t", g.value, f.Targets[0].Prune)
+		}
+	}
+	bad := []struct {
+		yaml string
+		want []string
+	}{
+		{"targets:\n  - name: a\n    path: a\n    prune: \"on\"\n", []string{`line 4: targets[0].prune: want true or false, got "on" (quoted)`, "YAML 1.2"}},
+		{"targets:\n  - name: a\n    path: a\n    prune: \"true\"\n", []string{`line 4: targets[0].prune: want true or false, got "true" (quoted)`}},
+		{"targets:\n  - name: a\n    path: a\n    prune: 'false'\n", []string{`targets[0].prune`, `got "false" (quoted)`}},
+		{"targets:\n  - name: a\n    path: a\n    prune: on\n", []string{`line 4: targets[0].prune: want true or false, got "on":`}},
+		{"targets:\n  - name: a\n    path: a\n    prune: yes\n", []string{`targets[0].prune`, `got "yes"`}},
+		{"targets:\n  - name: a\n    path: a\n    prune: off\n", []string{`targets[0].prune`, `got "off"`}},
+		{"targets:\n  - name: a\n    path: a\n  - name: b\n    path: b\n    prune: 1\n", []string{`line 6: targets[1].prune`, `got "1"`}},
+		{"x: &on \"on\"\n", []string{`unknown field "x"`}}, // the decoder's own error stays
+		{"imagePolicies:\n  - name: app\n    image: r/app\n    insecure: \"true\"\n    policy: {semver: {range: '1.x'}}\n", []string{`line 4: imagePolicies[0].insecure`, `got "true" (quoted)`}},
+	}
+	for _, b := range bad {
+		f, err := config.ParseFile([]byte(b.yaml))
+		if f != nil {
+			t.Errorf("%q: ParseFile returned %+v along with the error", b.yaml, f)
+		}
+		wantError(t, err, append([]string{"ferry.yaml: "}, b.want...)...)
+	}
+}
+
+// A boolean reached through an alias is checked too.
+func TestFerryYAMLBooleansThroughAliases(t *testing.T) {
+	t.Parallel()
+	_, err := config.ParseFile([]byte("targets:\n  - name: a\n    path: a\n    prune: &p \"on\"\n  - name: b\n    path: b\n    prune: *p\n"))
+	wantError(t, err, "ferry.yaml: line 4: targets[0].prune")
+
+}
+
 // Discovered names are checked where they are made: a Kustomization's
 // name and namespace, and the cluster folder's name.
 func TestBadDiscoveredNames(t *testing.T) {

@@ -9,8 +9,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -186,6 +188,13 @@ func ParseFile(data []byte) (*File, error) {
 	// YAML 1.2 decoding straight into the typed fields: keys match exactly
 	// (no case folding), unknown keys are errors with their line, and a
 	// scalar such as no, on or 010 stays the string it reads as.
+	var doc yamlv3.Node
+	if err := yamlv3.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %s", FileName, yamlMessage(err))
+	}
+	if err := checkBools(&doc, reflect.TypeFor[File](), ""); err != nil {
+		return nil, fmt.Errorf("%s: %w", FileName, err)
+	}
 	var f File
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -251,6 +260,97 @@ func ParseFile(data []byte) (*File, error) {
 		policies[ns+"/"+p.Name] = true
 	}
 	return &f, nil
+}
+
+// checkBools walks the document along the Go type it decodes into and
+// refuses a boolean field whose value is not a YAML 1.2 boolean: only an
+// unquoted true or false (True, TRUE, ...) is one. The decoder would take
+// the YAML 1.1 words on, yes, off, no (even quoted) for booleans while
+// refusing a quoted "true"; in ferry.yaml all of them are strings, so all
+// of them are errors, with the field and its line.
+func checkBools(n *yamlv3.Node, t reflect.Type, at string) error {
+	return boolChecker{}.check(n, t, at)
+}
+
+// boolChecker remembers the nodes it checked against a type, so that a
+// node reached through many aliases is walked once.
+type boolChecker map[boolVisit]bool
+
+type boolVisit struct {
+	n *yamlv3.Node
+	t reflect.Type
+}
+
+func (seen boolChecker) check(n *yamlv3.Node, t reflect.Type, at string) error {
+	for n != nil && n.Kind == yamlv3.AliasNode {
+		n = n.Alias
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n == nil || seen[boolVisit{n, t}] {
+		return nil
+	}
+	seen[boolVisit{n, t}] = true
+	switch {
+	case n.Kind == yamlv3.DocumentNode:
+		for _, c := range n.Content {
+			if err := seen.check(c, t, at); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Bool:
+		if n.Kind != yamlv3.ScalarNode || n.ShortTag() == "!!bool" || n.ShortTag() == "!!null" {
+			return nil // the decoder reports a mapping or a list itself
+		}
+		got := strconv.Quote(n.Value)
+		if n.Style&(yamlv3.DoubleQuotedStyle|yamlv3.SingleQuotedStyle) != 0 {
+			got += " (quoted)"
+		}
+		return fmt.Errorf("line %d: %s: want true or false, got %s: ferry.yaml is YAML 1.2, where only an unquoted true or false is a boolean", n.Line, at, got)
+	case t.Kind() == reflect.Struct && n.Kind == yamlv3.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			f, ok := yamlField(t, n.Content[i].Value)
+			if !ok {
+				continue // the decoder reports unknown fields
+			}
+			if err := seen.check(n.Content[i+1], f.Type, joinField(at, n.Content[i].Value)); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Map && n.Kind == yamlv3.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := seen.check(n.Content[i+1], t.Elem(), joinField(at, n.Content[i].Value)); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Slice && n.Kind == yamlv3.SequenceNode:
+		for i, c := range n.Content {
+			if err := seen.check(c, t.Elem(), fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// yamlField finds the struct field a YAML key decodes into.
+func yamlField(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == key && f.IsExported() {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func joinField(at, key string) string {
+	if at == "" {
+		return key
+	}
+	return at + "." + key
 }
 
 var notFound = regexp.MustCompile(`field (\S+) not found in type \S+`)
