@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -167,6 +169,71 @@ func TestFerryYAMLBooleansThroughAliases(t *testing.T) {
 	_, err := config.ParseFile([]byte("targets:\n  - name: a\n    path: a\n    prune: &p \"on\"\n  - name: b\n    path: b\n    prune: *p\n"))
 	wantError(t, err, "ferry.yaml: line 4: targets[0].prune")
 
+}
+
+// A source is another repository: never this one, nor a folder that holds
+// it, which would let a pull request render the runner's workspace.
+func TestSourcesThatHoldTheRepository(t *testing.T) {
+	t.Parallel()
+	workspace := t.TempDir()
+	repo := filepath.Join(workspace, "fleet")
+	for _, d := range []string{repo, filepath.Join(workspace, "apps"), filepath.Join(repo, "vendor", "other")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("..", filepath.Join(repo, "up")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(workspace, "apps"), filepath.Join(repo, "apps-link")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path string
+		bad  bool
+	}{
+		{"..", true},
+		{"../..", true},
+		{".", true},
+		{"./", true},
+		{"/", true}, // relative to the repository: the repository itself
+		{"../fleet", true},
+		{"up", true},          // a symlink committed to the repository, to its parent
+		{"up/fleet/..", true}, // cleaned to the repository
+		{"vendor/..", true},
+		{"../apps", false},
+		{"apps-link", false},
+		{"vendor/other", false}, // inside the repository: odd, harmless
+		{"../not-checked-out", false},
+	}
+	for _, tc := range tests {
+		if err := os.WriteFile(filepath.Join(repo, "ferry.yaml"), []byte("sources:\n  app-repo: "+quoteYAML(tc.path)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := config.ReadFile(repo)
+		switch {
+		case tc.bad && err == nil:
+			t.Errorf("sources: {app-repo: %s} accepted", tc.path)
+		case tc.bad:
+			wantError(t, err, "ferry.yaml: sources: \"app-repo\": "+quoteGo(tc.path), "this repository or a folder that holds it")
+		case err != nil:
+			t.Errorf("sources: {app-repo: %s}: %v", tc.path, err)
+		case f.Sources["app-repo"] != tc.path:
+			t.Errorf("sources: {app-repo: %s} read as %q", tc.path, f.Sources["app-repo"])
+		}
+	}
+}
+
+// Load refuses the same through a Flux Kustomization that names the
+// source, before anything is rendered from it.
+func TestLoadRefusesParentSource(t *testing.T) {
+	t.Parallel()
+	dir := writeTree(t, map[string]string{
+		"ferry.yaml":           "sources:\n  workspace: ..\n",
+		"clusters/prod/a.yaml": strings.Replace(fluxKustomization("a", "apps", ""), "name: flux-system", "name: workspace", 1),
+	})
+	_, err := config.Load(t.Context(), dir, render.Options{})
+	wantError(t, err, `ferry.yaml: sources: "workspace": ".."`)
 }
 
 // Discovered names are checked where they are made: a Kustomization's

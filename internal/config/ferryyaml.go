@@ -179,7 +179,14 @@ func ReadFile(root string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ParseFile(data)
+	f, err := ParseFile(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSources(root, f.Sources); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // ParseFile parses ferry.yaml content. Unknown fields are errors, so a
@@ -351,6 +358,32 @@ func joinField(at, key string) string {
 		return key
 	}
 	return at + "." + key
+}
+
+// checkSources refuses a source that is the repository itself or a folder
+// that holds it (after following symlinks): with sources: {x: ..} a pull
+// request could render any file of the runner's workspace. A source is
+// another repository, checked out beside this one (or inside it).
+func checkSources(root string, sources map[string]string) error {
+	repo, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return fmt.Errorf("repository %s: %w", root, err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(sources)) {
+		p := sources[name]
+		dir, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(p)))
+		if err != nil {
+			continue // not there: reported as skipped when a target uses it
+		}
+		rel, err := filepath.Rel(dir, repo)
+		if err != nil {
+			continue
+		}
+		if rel == "." || rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("%s: sources: %q: %q is this repository or a folder that holds it; a source is another repository, checked out beside this one", FileName, name, p)
+		}
+	}
+	return nil
 }
 
 var notFound = regexp.MustCompile(`field (\S+) not found in type \S+`)
