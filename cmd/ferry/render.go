@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -195,7 +197,7 @@ func printTargets(e *env, repo *config.Repo, format string) error {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TARGET\tCLUSTER\tPATH\tPRUNE\tDEPENDS ON\tFROM")
 	for _, t := range repo.Targets {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\t%s\n", t.Name, dash(t.Cluster), t.Path, t.Prune, dash(strings.Join(t.DependsOn, ",")), t.Origin)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\t%s\n", cell(t.Name), cell(dash(t.Cluster)), cell(t.Path), t.Prune, cell(dash(strings.Join(t.DependsOn, ","))), cell(t.Origin))
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -205,9 +207,19 @@ func printTargets(e *env, repo *config.Repo, format string) error {
 		if s.Cluster != "" {
 			name = s.Cluster + "/" + s.Name
 		}
-		fmt.Fprintf(e.stdout, "skipped %s (%s): %s\n", name, s.Origin, s.Reason)
+		fmt.Fprintf(e.stdout, "skipped %s (%s): %s\n", cell(name), cell(s.Origin), cell(s.Reason))
 	}
 	return nil
+}
+
+// cell is s as one cell of the --list table: quoted, escapes and all, when
+// it holds a tab, a line break or another character that is not printed
+// as itself (a path from the repository may), so it cannot forge a row.
+func cell(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func dash(s string) string {
