@@ -124,22 +124,22 @@ func (e *env) event() (*runner.Event, error) {
 	return e.gha.Event()
 }
 
-// startActions prepares a run inside an Actions step: it registers the
-// masks of every secret input before anything is printed, guards stdout
-// and stderr, and returns the command line with the inputs turned into
-// flags and arguments. Outside Actions it returns args as they are.
+// startActions prepares a run inside an Actions step: it guards stdout
+// and stderr so that no text ferry prints can read as a workflow command,
+// registers the masks of every secret input before anything is printed,
+// and returns the command line with the inputs turned into flags and
+// arguments. Outside Actions it returns args as they are.
 func (e *env) startActions(args []string, newRoot func(*env) *cobra.Command) ([]string, error) {
 	if !runner.Enabled(e.getenv) {
 		return args, nil
 	}
-	stdout := e.stdout
-	e.gha = runner.New(e.getenv, stdout)
+	e.gha = runner.New(e.getenv, e.stdout)
+	pending := func() []string { return maskable(e.masker.Values()) }
+	e.stdout = e.gha.Stdout(pending)
+	e.stderr = e.gha.Stderr(e.stderr, pending)
 	if err := e.maskSecretInputs(); err != nil {
 		return nil, err
 	}
-	pending := func() []string { return maskable(e.masker.Values()) }
-	e.stdout = e.gha.Guard(stdout, pending, true)
-	e.stderr = e.gha.Guard(e.stderr, pending, false)
 	args, err := e.inputArgs(args, newRoot)
 	if err != nil {
 		return nil, err

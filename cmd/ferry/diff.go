@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -147,10 +146,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	blocks := diff.Markdown(report)
 	markdown := e.masker.Mask(strings.Join(blocks, "\n"))
 	if o.reportFile != "" {
-		if err := os.MkdirAll(filepath.Dir(o.reportFile), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.reportFile, []byte(markdown), 0o644); err != nil {
+		if err := writeFile(o.reportFile, []byte(markdown), 0o644); err != nil {
 			return fmt.Errorf("--report-file: %w", err)
 		}
 	}

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/confine"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/secrets"
@@ -145,13 +148,17 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 }
 
 // writeObjects writes one file per object under dir/<target>/. Secrets are
-// written readable by the owner only.
+// written readable by the owner only. Every write stays below dir, goes
+// through no symlink (see openOutput) and replaces a file rather than
+// writing through it: a link committed at rendered/app/secret_db.yaml
+// would otherwise send a decrypted Secret wherever it points.
 func writeObjects(dir string, results []*render.Result) error {
+	out, err := openOutput(dir)
+	if err != nil {
+		return fmt.Errorf("-o %s: %w", dir, err)
+	}
+	defer out.Close()
 	for _, res := range results {
-		tdir := filepath.Join(dir, filepath.FromSlash(res.Name))
-		if err := os.MkdirAll(tdir, 0o755); err != nil {
-			return err
-		}
 		for _, o := range res.Set.Objects {
 			b, err := manifest.YAML(o)
 			if err != nil {
@@ -161,12 +168,72 @@ func writeObjects(dir string, results []*render.Result) error {
 			if o.GetKind() == "Secret" {
 				mode = 0o600
 			}
-			if err := os.WriteFile(filepath.Join(tdir, manifest.FileName(o)), b, mode); err != nil {
-				return err
+			if err := out.WriteFile(filepath.Join(filepath.FromSlash(res.Name), manifest.FileName(o)), b, mode); err != nil {
+				return fmt.Errorf("target %q: %w", res.Name, err)
 			}
 		}
 	}
 	return nil
+}
+
+// openOutput creates and opens the folder path, which the user named, for
+// writing into. The part of path below the working directory (in CI, the
+// checkout, where a pull request can commit symlinks) must hold no
+// symlink; a path outside the working directory is the workflow's own, so
+// only its last element is checked.
+func openOutput(path string) (*confine.Dir, error) {
+	base, rel, err := trustedBase(path)
+	if err != nil {
+		return nil, err
+	}
+	top, err := confine.Open(base)
+	if err != nil {
+		return nil, err
+	}
+	defer top.Close()
+	return top.Sub(rel, 0o755)
+}
+
+// writeFile writes data to the file path, which the user named, with the
+// same checks as openOutput, replacing the file rather than writing
+// through it.
+func writeFile(path string, data []byte, perm os.FileMode) error {
+	base, rel, err := trustedBase(path)
+	if err != nil {
+		return err
+	}
+	top, err := confine.Open(base)
+	if err != nil {
+		return err
+	}
+	defer top.Close()
+	return top.WriteFile(rel, data, perm)
+}
+
+// trustedBase splits a path the user named into the folder taken as given
+// and the rest, relative to it: the working directory and the part below
+// it, or, for a path outside the working directory, its parent folder
+// (created if missing) and its last element.
+func trustedBase(path string) (base, rel string, err error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", "", err
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", "", err
+	}
+	if r, err := filepath.Rel(wd, abs); err == nil && filepath.IsLocal(r) {
+		return wd, r, nil
+	}
+	if abs == wd {
+		return wd, ".", nil
+	}
+	base = filepath.Dir(abs)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", "", err
+	}
+	return base, filepath.Base(abs), nil
 }
 
 func printTargets(e *env, repo *config.Repo, format string) error {
@@ -195,7 +262,7 @@ func printTargets(e *env, repo *config.Repo, format string) error {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TARGET\tCLUSTER\tPATH\tPRUNE\tDEPENDS ON\tFROM")
 	for _, t := range repo.Targets {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\t%s\n", t.Name, dash(t.Cluster), t.Path, t.Prune, dash(strings.Join(t.DependsOn, ",")), t.Origin)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\t%s\n", cell(t.Name), cell(dash(t.Cluster)), cell(t.Path), t.Prune, cell(dash(strings.Join(t.DependsOn, ","))), cell(t.Origin))
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -205,9 +272,19 @@ func printTargets(e *env, repo *config.Repo, format string) error {
 		if s.Cluster != "" {
 			name = s.Cluster + "/" + s.Name
 		}
-		fmt.Fprintf(e.stdout, "skipped %s (%s): %s\n", name, s.Origin, s.Reason)
+		fmt.Fprintf(e.stdout, "skipped %s (%s): %s\n", cell(name), cell(s.Origin), cell(s.Reason))
 	}
 	return nil
+}
+
+// cell is s as one cell of the --list table: quoted, escapes and all, when
+// it holds a tab, a line break or another character that is not printed
+// as itself (a path from the repository may), so it cannot forge a row.
+func cell(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func dash(s string) string {

@@ -63,6 +63,13 @@ func runWith(ctx context.Context, args []string, e *env, newRoot func(*env) *cob
 	if e.masker == nil {
 		e.masker = secrets.NewMasker()
 	}
+	// In an Actions step, stderr holds back a line not ended yet (see
+	// actions.go); write it out last.
+	defer func() {
+		if f, ok := e.stderr.(interface{ Flush() error }); ok {
+			_ = f.Flush()
+		}
+	}()
 	args, err := e.startActions(args, newRoot)
 	if err == nil {
 		cmd := newRoot(e)

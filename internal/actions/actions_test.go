@@ -3,12 +3,16 @@ package actions
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ferry-ci/ferry/internal/actions/actionstest"
 )
 
 // runner is the environment a runner gives a step, with its files.
@@ -239,11 +243,11 @@ func TestGroupsAndAnnotations(t *testing.T) {
 	}
 }
 
-func TestGuardMasksFirstAndStopsCommands(t *testing.T) {
+func TestStdoutMasksFirstAndFencesCommands(t *testing.T) {
 	var out bytes.Buffer
 	r := New(func(string) string { return "" }, &out)
 	var pending []string
-	w := r.Guard(&out, func() []string { return pending }, true)
+	w := r.Stdout(func() []string { return pending })
 	pending = []string{"s3cr3t-value"}
 	if _, err := w.Write([]byte("password: s3cr3t-value\n")); err != nil {
 		t.Fatal(err)
@@ -252,21 +256,159 @@ func TestGuardMasksFirstAndStopsCommands(t *testing.T) {
 	if lines[0] != "::add-mask::s3cr3t-value" {
 		t.Fatalf("the mask must come before the value; got %q", out.String())
 	}
-	// A manifest line that looks like a workflow command is fenced.
+	// A manifest line that looks like a workflow command is fenced, and
+	// shown as it is.
 	out.Reset()
-	if _, err := w.Write([]byte("data: |\n  ::add-mask::nothing\n::error::forged\n")); err != nil {
+	body := "data: |\n  ::add-mask::nothing\n::error::forged\n"
+	if _, err := w.Write([]byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	if len(got) != 5 || !strings.HasPrefix(got[0], "::stop-commands::ferry-") || got[4] != "::"+strings.TrimPrefix(got[0], "::stop-commands::")+"::" {
 		t.Fatalf("not fenced:\n%s", out.String())
 	}
-	// stderr is never fenced; plain text passes as is.
-	out.Reset()
-	e := r.Guard(&out, nil, false)
-	_, _ = e.Write([]byte("::x::\n"))
-	if out.String() != "::x::\n" {
-		t.Errorf("stderr: %q", out.String())
+	if strings.Join(got[1:4], "\n")+"\n" != body {
+		t.Errorf("fenced text changed: %q", got[1:4])
+	}
+}
+
+// hostile is text from outside ferry (names, paths, messages) that tries
+// to issue workflow commands, each followed by a mask ferry registers:
+// the mask must still be read.
+var hostile = []string{
+	"ferry: ferry.yaml: target \"a\n::error file=x::pwned\"\n",
+	"plain\r::warning::carriage return\n",
+	"   ::add-mask::leading spaces\n",
+	"\t\u00a0\u2003::notice::unicode white space\n",
+	"::stop-commands::tok\n",
+	"\n::stop-commands::tok",
+	"a line with ##[set-output name=x;]forged inside\n",
+	"##[stop-commands]tok\n",
+	"split #",
+	"#[error]across writes\n",
+	"ends in a colon:",
+	":error::across writes\n",
+	"no newline at the end ::",
+	"::",
+	"error::x\n",
+	"CRLF\r\n::error::after\r\n",
+}
+
+// Whatever the text, on either stream, the runner acts only on the
+// commands ferry issued: its masks, and its own fences.
+func TestNoHostileCommandOnEitherStream(t *testing.T) {
+	for _, stdout := range []bool{true, false} {
+		var out, errb bytes.Buffer
+		r := New(func(string) string { return "" }, &out)
+		var w io.Writer = r.Stdout(nil)
+		if !stdout {
+			w = r.Stderr(&errb, nil)
+		}
+		var masks []string
+		for i, text := range hostile {
+			if _, err := io.WriteString(w, text); err != nil {
+				t.Fatal(err)
+			}
+			m := "mask-" + strconv.Itoa(i)
+			if err := r.Mask(m); err != nil {
+				t.Fatal(err)
+			}
+			masks = append(masks, m)
+		}
+		if e, ok := w.(*Escaper); ok {
+			if err := e.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var gotMasks []string
+		for _, c := range actionstest.Commands(out.String()) {
+			switch {
+			case c.Name == "add-mask":
+				gotMasks = append(gotMasks, strings.TrimPrefix(c.Line, "::add-mask::"))
+			case c.Name == "stop-commands" && strings.HasPrefix(c.Line, "::stop-commands::ferry-"),
+				strings.HasPrefix(c.Name, "ferry-") && c.Line == "::"+c.Name+"::":
+			default:
+				t.Errorf("stdout=%t: the runner reads %q as a command", stdout, c.Line)
+			}
+		}
+		if d := cmp.Diff(masks, gotMasks); d != "" {
+			t.Errorf("stdout=%t: masks the runner registers (-want +got):\n%s\nstdout:\n%s", stdout, d, out.String())
+		}
+		for _, c := range actionstest.Commands(errb.String()) {
+			t.Errorf("stderr: the runner reads %q as a command", c.Line)
+		}
+	}
+}
+
+func TestStderrEscapesLines(t *testing.T) {
+	tests := []struct {
+		name   string
+		writes []string
+		want   string
+	}{
+		{"plain text is kept", []string{"ferry: target \"stage\": no such path\n"}, "ferry: target \"stage\": no such path\n"},
+		{"a colon or a hash alone is kept", []string{"a: b # c [d] x::y\n"}, "a: b # c [d] x::y\n"},
+		{"a line that starts with :: is escaped whatever follows", []string{"::1\n"}, "\\::1\n"},
+		{"a command after a newline", []string{"ferry: bad \"x\n::error file=x::pwned\"\n"}, "ferry: bad \"x\n\\::error file=x::pwned\"\n"},
+		{"after white space", []string{" \t::warning::x\n"}, " \t\\::warning::x\n"},
+		{"after Unicode white space", []string{"\u2003::warning::x\n"}, "\u2003\\::warning::x\n"},
+		{"after a carriage return", []string{"a\r::warning::x\r\n"}, "a\r\\::warning::x\r\n"},
+		{"the older form, anywhere", []string{"x ##[error]y ###[z]\n"}, "x ##\\[error]y ###\\[z]\n"},
+		{"split across writes", []string{"a\n:", ":error::x", "\n#", "#[error]y\n"}, "a\n\\::error::x\n##\\[error]y\n"},
+		{"the last line waits for Flush", []string{"ok\n::stop-commands::t"}, "ok\n\\::stop-commands::t"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var cmds, out bytes.Buffer
+			r := New(func(string) string { return "" }, &cmds)
+			e := r.Stderr(&out, nil)
+			for _, w := range tc.writes {
+				if _, err := io.WriteString(e, w); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := e.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, out.String()); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// An escape must not split a value the runner masks: the masks known are
+// applied to the line first.
+func TestStderrEscapeKeepsMasks(t *testing.T) {
+	var cmds, out bytes.Buffer
+	r := New(func(string) string { return "" }, &cmds)
+	e := r.Stderr(&out, func() []string { return []string{"::s3cr3t", "p##[w"} })
+	if _, err := io.WriteString(e, "::s3cr3t\nkey p##[w\nsafe p##[w ::s3cr3t\n"); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff("***\nkey ***\nsafe *** ***\n", out.String()); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if !strings.HasPrefix(cmds.String(), "::add-mask::::s3cr3t\n") {
+		t.Errorf("masks not registered first: %q", cmds.String())
+	}
+}
+
+// A command written while the output is in the middle of a line starts a
+// line of its own: the runner reads commands only at the start of one.
+func TestCommandsStartALine(t *testing.T) {
+	var out bytes.Buffer
+	r := New(func(string) string { return "" }, &out)
+	w := r.Stdout(nil)
+	_, _ = io.WriteString(w, "waiting for ")
+	if err := r.Mask("s3cr3t"); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.WriteString(w, "x: ")
+	_, _ = io.WriteString(w, "::error::y\n")
+	got := actionstest.Commands(out.String())
+	if len(got) != 3 || got[0].Line != "::add-mask::s3cr3t" || got[1].Name != "stop-commands" {
+		t.Fatalf("commands %+v in:\n%s", got, out.String())
 	}
 }
 

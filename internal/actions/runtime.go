@@ -28,6 +28,14 @@ type Runtime struct {
 	masked map[string]struct{}
 	// summaryBytes counts what this process appended to the step summary.
 	summaryBytes int
+
+	// outMu serialises writes to out, so that a fenced write (see Stdout)
+	// and its stop and resume commands are not split by another command.
+	// It is taken after mu, never before.
+	outMu sync.Mutex
+	// midLine is whether the last byte written to out did not end a line:
+	// a command written then must start a line of its own first.
+	midLine bool
 }
 
 // New returns the runtime of a step whose environment getenv reads and

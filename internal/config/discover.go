@@ -31,6 +31,9 @@ func (r *Repo) discover(ctx context.Context) error {
 		return err
 	}
 	roots := findClusterRoots(r.Root, objs)
+	if err := checkClusterNames(roots); err != nil {
+		return err
+	}
 	self := selfSources(objs, roots)
 	byKey := map[string]*Target{} // cluster/namespace/name
 
@@ -140,6 +143,9 @@ func (r *Repo) discover(ctx context.Context) error {
 		add(clusterOfFile(o.File, roots), o.Object.DeepCopy(), o.Where())
 	}
 	r.nameTargets()
+	if err := checkDiscoveredNames(r.Targets, r.Skipped); err != nil {
+		return err
+	}
 	r.forgetDiscoveryRenders()
 	return nil
 }

@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -175,7 +179,14 @@ func ReadFile(root string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ParseFile(data)
+	f, err := ParseFile(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSources(root, f.Sources); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // ParseFile parses ferry.yaml content. Unknown fields are errors, so a
@@ -184,6 +195,13 @@ func ParseFile(data []byte) (*File, error) {
 	// YAML 1.2 decoding straight into the typed fields: keys match exactly
 	// (no case folding), unknown keys are errors with their line, and a
 	// scalar such as no, on or 010 stays the string it reads as.
+	var doc yamlv3.Node
+	if err := yamlv3.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %s", FileName, yamlMessage(err))
+	}
+	if err := checkBools(&doc, reflect.TypeFor[File](), ""); err != nil {
+		return nil, fmt.Errorf("%s: %w", FileName, err)
+	}
 	var f File
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -202,6 +220,11 @@ func ParseFile(data []byte) (*File, error) {
 			return nil, fmt.Errorf("%s: sources: %q has no path", FileName, name)
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(f.Clusters)) {
+		if err := checkNamePart(name); err != nil {
+			return nil, fmt.Errorf("%s: clusters: cluster name %q: %w", FileName, name, err)
+		}
+	}
 	seen := map[string]bool{}
 	for i, t := range f.Targets {
 		switch {
@@ -211,6 +234,17 @@ func ParseFile(data []byte) (*File, error) {
 			return nil, fmt.Errorf("%s: target %q: path is required", FileName, t.Name)
 		case seen[t.Name]:
 			return nil, fmt.Errorf("%s: target %q is declared twice", FileName, t.Name)
+		}
+		if err := checkTargetName(t.Name); err != nil {
+			return nil, fmt.Errorf("%s: targets[%d]: name %q: %w", FileName, i, t.Name, err)
+		}
+		for _, f := range [][2]string{{"cluster", t.Cluster}, {"namespace", t.Namespace}} {
+			if f[1] == "" {
+				continue
+			}
+			if err := checkNamePart(f[1]); err != nil {
+				return nil, fmt.Errorf("%s: target %q: %s %q: %w", FileName, t.Name, f[0], f[1], err)
+			}
 		}
 		seen[t.Name] = true
 	}
@@ -223,8 +257,8 @@ func ParseFile(data []byte) (*File, error) {
 		switch {
 		case p.Name == "":
 			return nil, fmt.Errorf("%s: imagePolicies[%d]: name is required", FileName, i)
-		case strings.ContainsAny(p.Name+ns, ":/ \t"):
-			return nil, fmt.Errorf("%s: image policy %q: name and namespace cannot contain ':', '/' or blanks", FileName, ns+"/"+p.Name)
+		case checkNamePart(p.Name) != nil || checkNamePart(ns) != nil:
+			return nil, fmt.Errorf("%s: image policy %q: name and namespace cannot contain ':', '/' or blanks: they are %s", FileName, ns+"/"+p.Name, nameRule)
 		case strings.TrimSpace(p.Image) == "":
 			return nil, fmt.Errorf("%s: image policy %q: image is required", FileName, p.Name)
 		case policies[ns+"/"+p.Name]:
@@ -233,6 +267,123 @@ func ParseFile(data []byte) (*File, error) {
 		policies[ns+"/"+p.Name] = true
 	}
 	return &f, nil
+}
+
+// checkBools walks the document along the Go type it decodes into and
+// refuses a boolean field whose value is not a YAML 1.2 boolean: only an
+// unquoted true or false (True, TRUE, ...) is one. The decoder would take
+// the YAML 1.1 words on, yes, off, no (even quoted) for booleans while
+// refusing a quoted "true"; in ferry.yaml all of them are strings, so all
+// of them are errors, with the field and its line.
+func checkBools(n *yamlv3.Node, t reflect.Type, at string) error {
+	return boolChecker{}.check(n, t, at)
+}
+
+// boolChecker remembers the nodes it checked against a type, so that a
+// node reached through many aliases is walked once.
+type boolChecker map[boolVisit]bool
+
+type boolVisit struct {
+	n *yamlv3.Node
+	t reflect.Type
+}
+
+func (seen boolChecker) check(n *yamlv3.Node, t reflect.Type, at string) error {
+	for n != nil && n.Kind == yamlv3.AliasNode {
+		n = n.Alias
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n == nil || seen[boolVisit{n, t}] {
+		return nil
+	}
+	seen[boolVisit{n, t}] = true
+	switch {
+	case n.Kind == yamlv3.DocumentNode:
+		for _, c := range n.Content {
+			if err := seen.check(c, t, at); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Bool:
+		if n.Kind != yamlv3.ScalarNode || n.ShortTag() == "!!bool" || n.ShortTag() == "!!null" {
+			return nil // the decoder reports a mapping or a list itself
+		}
+		got := strconv.Quote(n.Value)
+		if n.Style&(yamlv3.DoubleQuotedStyle|yamlv3.SingleQuotedStyle) != 0 {
+			got += " (quoted)"
+		}
+		return fmt.Errorf("line %d: %s: want true or false, got %s: ferry.yaml is YAML 1.2, where only an unquoted true or false is a boolean", n.Line, at, got)
+	case t.Kind() == reflect.Struct && n.Kind == yamlv3.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			f, ok := yamlField(t, n.Content[i].Value)
+			if !ok {
+				continue // the decoder reports unknown fields
+			}
+			if err := seen.check(n.Content[i+1], f.Type, joinField(at, n.Content[i].Value)); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Map && n.Kind == yamlv3.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := seen.check(n.Content[i+1], t.Elem(), joinField(at, n.Content[i].Value)); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Slice && n.Kind == yamlv3.SequenceNode:
+		for i, c := range n.Content {
+			if err := seen.check(c, t.Elem(), fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// yamlField finds the struct field a YAML key decodes into.
+func yamlField(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == key && f.IsExported() {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func joinField(at, key string) string {
+	if at == "" {
+		return key
+	}
+	return at + "." + key
+}
+
+// checkSources refuses a source that is the repository itself or a folder
+// that holds it (after following symlinks): with sources: {x: ..} a pull
+// request could render any file of the runner's workspace. A source is
+// another repository, checked out beside this one (or inside it).
+func checkSources(root string, sources map[string]string) error {
+	repo, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return fmt.Errorf("repository %s: %w", root, err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(sources)) {
+		p := sources[name]
+		dir, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(p)))
+		if err != nil {
+			continue // not there: reported as skipped when a target uses it
+		}
+		rel, err := filepath.Rel(dir, repo)
+		if err != nil {
+			continue
+		}
+		if rel == "." || rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("%s: sources: %q: %q is this repository or a folder that holds it; a source is another repository, checked out beside this one", FileName, name, p)
+		}
+	}
+	return nil
 }
 
 var notFound = regexp.MustCompile(`field (\S+) not found in type \S+`)

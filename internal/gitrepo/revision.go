@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/ferry-ci/ferry/internal/confine"
 )
 
 // MissingCommitError says a revision is not in the clone. In CI this is
@@ -161,6 +163,14 @@ func (g *Repo) Export(ctx context.Context, rev, prefix, dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	// Entries are written below dir and through no symlink: a tree (one a
+	// forge accepted without checking it, say) may name "..", or hold a
+	// link and then a file below the link's name.
+	out, err := confine.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
 	walker := object.NewTreeWalker(t, true, nil)
 	defer walker.Close()
 	for {
@@ -174,29 +184,24 @@ func (g *Repo) Export(ctx context.Context, rev, prefix, dir string) error {
 		if err != nil {
 			return fmt.Errorf("walking the tree of %s: %w", shortRev(rev), err)
 		}
-		dst := filepath.Join(dir, filepath.FromSlash(name))
+		dst := filepath.FromSlash(name)
 		switch entry.Mode {
 		case filemode.Dir:
-			if err := os.MkdirAll(dst, 0o700); err != nil {
-				return err
-			}
+			err = out.MkdirAll(dst, 0o700)
 		case filemode.Submodule:
 		case filemode.Symlink:
-			target, err := blobBytes(g.r, entry.Hash)
-			if err != nil {
-				return fmt.Errorf("%s at %s: %w", name, shortRev(rev), err)
-			}
-			if err := os.Symlink(string(target), dst); err != nil {
-				return err
+			var target []byte
+			if target, err = blobBytes(g.r, entry.Hash); err == nil {
+				err = out.Symlink(string(target), dst)
 			}
 		default:
-			b, err := blobBytes(g.r, entry.Hash)
-			if err != nil {
-				return fmt.Errorf("%s at %s: %w", name, shortRev(rev), err)
+			var b []byte
+			if b, err = blobBytes(g.r, entry.Hash); err == nil {
+				err = out.WriteFile(dst, b, 0o600)
 			}
-			if err := os.WriteFile(dst, b, 0o600); err != nil {
-				return err
-			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s at %s: %w", name, shortRev(rev), err)
 		}
 	}
 }

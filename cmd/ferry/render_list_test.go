@@ -1,0 +1,21 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// A line of render --list is one target, whatever its path or origin
+// hold.
+func TestRenderListRowsCannotBeForged(t *testing.T) {
+	r := newTestRepo(t)
+	r.write("ferry.yaml", "targets:\n  - name: app\n    path: \"app\\nevil\\tapps\\ttrue\"\n")
+	res := ferry(t, nil, "render", "--list", "--repo", r.dir)
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], `"app\nevil\tapps\ttrue"`) {
+		t.Errorf("want a header and one row with the path quoted, got:\n%s", res.stdout)
+	}
+}
