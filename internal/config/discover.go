@@ -174,8 +174,9 @@ type indexedKustomization struct {
 	where   string // Where
 }
 
-// nameInCluster is a Kustomization's name and the cluster whose folder
-// holds its file ("" outside every cluster folder).
+// nameInCluster is a Kustomization's name and its cluster: the one whose
+// folder holds its file ("" outside every cluster folder) in the scan's
+// index, the target's cluster among targets.
 type nameInCluster struct{ name, cluster string }
 
 func indexKustomizations(objs []FluxObject, roots []clusterRoot) *kustomizationIndex {
