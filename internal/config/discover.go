@@ -101,7 +101,7 @@ func (r *Repo) discover(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("discovering targets of cluster %q: %w", root.Name, err)
 		}
-		r.rootObjs[root.Name] = res.Set.Objects
+		r.rootVars[root.Name] = substitutionSources(res.Set.Objects)
 		idx.markRead(reached, res.Files)
 		for _, o := range res.Set.Objects {
 			if !isKustomization(o) || (root.sync != nil && o.GetName() == root.sync.Object.GetName() && o.GetNamespace() == root.sync.Object.GetNamespace()) {
