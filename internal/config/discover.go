@@ -35,6 +35,7 @@ func (r *Repo) discover(ctx context.Context) error {
 		return err
 	}
 	self := selfSources(objs, roots)
+	idx := indexKustomizations(objs, roots)
 	byKey := map[string]*Target{} // cluster/namespace/name
 
 	add := func(cluster string, ks *unstructured.Unstructured, origin string) *Target {
@@ -81,13 +82,11 @@ func (r *Repo) discover(ctx context.Context) error {
 	reached := map[string]bool{} // file:line
 	origin := func(cluster string, ks *unstructured.Unstructured, via string) string {
 		for _, want := range []string{cluster, ""} {
-			for _, o := range objs {
+			for _, k := range idx.byName[nameInCluster{ks.GetName(), want}] {
 				// The file may leave the namespace to its kustomization.
-				ns := o.Object.GetNamespace()
-				if isKustomization(o.Object) && o.Object.GetName() == ks.GetName() && (ns == ks.GetNamespace() || ns == "") &&
-					clusterOfFile(o.File, roots) == want {
-					reached[o.Where()] = true
-					return o.Where()
+				if ns := k.Object.GetNamespace(); ns == ks.GetNamespace() || ns == "" {
+					reached[k.where] = true
+					return k.where
 				}
 			}
 		}
@@ -105,8 +104,8 @@ func (r *Repo) discover(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("discovering targets of cluster %q: %w", root.Name, err)
 		}
-		r.rootObjs[root.Name] = res.Set.Objects
-		markRead(reached, res.Files, objs)
+		r.rootVars[root.Name] = substitutionSources(res.Set.Objects)
+		idx.markRead(reached, res.Files)
 		for _, o := range res.Set.Objects {
 			if !isKustomization(o) || (root.sync != nil && o.GetName() == root.sync.Object.GetName() && o.GetNamespace() == root.sync.Object.GetNamespace()) {
 				continue
@@ -124,7 +123,7 @@ func (r *Repo) discover(ctx context.Context) error {
 			continue // reported when the target is rendered
 		}
 		if t.Root == r.Root {
-			markRead(reached, res.Files, objs)
+			idx.markRead(reached, res.Files)
 		}
 		for _, o := range res.Set.Objects {
 			if isKustomization(o) {
@@ -136,11 +135,11 @@ func (r *Repo) discover(ctx context.Context) error {
 	}
 
 	// Fallback: Kustomization files no root reached.
-	for _, o := range objs {
-		if !isKustomization(o.Object) || isSyncOf(o, roots) || reached[o.Where()] {
+	for _, k := range idx.all {
+		if isSyncOf(k.FluxObject, roots) || reached[k.where] {
 			continue
 		}
-		add(clusterOfFile(o.File, roots), o.Object.DeepCopy(), o.Where())
+		add(k.cluster, k.Object.DeepCopy(), k.where)
 	}
 	r.nameTargets()
 	if err := checkDiscoveredNames(r.Targets, r.Skipped); err != nil {
@@ -165,17 +164,52 @@ func (r *Repo) forgetDiscoveryRenders() {
 	}
 }
 
+// kustomizationIndex holds the Kustomizations of the file scan by name
+// and cluster folder, and by file, so that each rendered Kustomization and
+// each file a render read is looked up once instead of against every
+// object of the repository: discovery stays linear in the fleet's size.
+type kustomizationIndex struct {
+	all    []*indexedKustomization // in file order
+	byName map[nameInCluster][]*indexedKustomization
+	byFile map[string][]*indexedKustomization
+}
+
+type indexedKustomization struct {
+	FluxObject
+	cluster string // clusterOfFile
+	where   string // Where
+}
+
+// nameInCluster is a Kustomization's name and its cluster: the one whose
+// folder holds its file ("" outside every cluster folder) in the scan's
+// index, the target's cluster among targets.
+type nameInCluster struct{ name, cluster string }
+
+func indexKustomizations(objs []FluxObject, roots []clusterRoot) *kustomizationIndex {
+	idx := &kustomizationIndex{
+		byName: map[nameInCluster][]*indexedKustomization{},
+		byFile: map[string][]*indexedKustomization{},
+	}
+	for _, o := range objs {
+		if !isKustomization(o.Object) {
+			continue
+		}
+		k := &indexedKustomization{FluxObject: o, cluster: clusterOfFile(o.File, roots), where: o.Where()}
+		key := nameInCluster{o.Object.GetName(), k.cluster}
+		idx.all = append(idx.all, k)
+		idx.byName[key] = append(idx.byName[key], k)
+		idx.byFile[o.File] = append(idx.byFile[o.File], k)
+	}
+	return idx
+}
+
 // markRead marks as reached every Kustomization in a file a render read:
 // the render holds it, as patched (renamed, moved to another namespace),
 // so the fallback scan must not add it a second time.
-func markRead(reached map[string]bool, files []string, objs []FluxObject) {
-	read := map[string]bool{}
+func (idx *kustomizationIndex) markRead(reached map[string]bool, files []string) {
 	for _, f := range files {
-		read[f] = true
-	}
-	for _, o := range objs {
-		if read[o.File] && isKustomization(o.Object) {
-			reached[o.Where()] = true
+		for _, k := range idx.byFile[f] {
+			reached[k.where] = true
 		}
 	}
 }

@@ -79,7 +79,7 @@ type Repo struct {
 	Clusters []Cluster
 
 	opts     render.Options
-	rootObjs map[string][]*unstructured.Unstructured
+	rootVars map[string]map[objectKey]*unstructured.Unstructured // by cluster: substituteFrom sources its root renders
 	results  map[*Target]*render.Result
 	errs     map[*Target]error
 	busy     map[*Target]bool
@@ -104,7 +104,7 @@ func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) 
 		Root:     abs,
 		File:     f,
 		opts:     opts,
-		rootObjs: map[string][]*unstructured.Unstructured{},
+		rootVars: map[string]map[objectKey]*unstructured.Unstructured{},
 		results:  map[*Target]*render.Result{},
 		errs:     map[*Target]error{},
 		busy:     map[*Target]bool{},
@@ -238,7 +238,7 @@ func (r *Repo) lookup(ctx context.Context, from *Target, kind, namespace, name s
 		}
 		return nil
 	}
-	if o := match(r.rootObjs[from.Cluster]); o != nil {
+	if o := r.rootVars[from.Cluster][objectKey{kind, namespace, name}]; o != nil {
 		return o
 	}
 	for _, t := range r.Targets {
@@ -321,6 +321,26 @@ func (r *Repo) Target(name string) (*Target, error) {
 		}
 		return nil, fmt.Errorf("target name %q is ambiguous: %s", name, strings.Join(ns, ", "))
 	}
+}
+
+// objectKey is a core (v1) object's kind, namespace and name.
+type objectKey struct{ kind, namespace, name string }
+
+// substitutionSources indexes the core objects of a render, the first of
+// each kind, namespace and name: every target that substitutes from its
+// cluster's root looks it up, so a lookup must not walk the whole root.
+func substitutionSources(objs []*unstructured.Unstructured) map[objectKey]*unstructured.Unstructured {
+	m := map[objectKey]*unstructured.Unstructured{}
+	for _, o := range objs {
+		if o.GetAPIVersion() != "v1" {
+			continue
+		}
+		k := objectKey{o.GetKind(), o.GetNamespace(), o.GetName()}
+		if _, ok := m[k]; !ok {
+			m[k] = o
+		}
+	}
+	return m
 }
 
 func (r *Repo) names() []string {
