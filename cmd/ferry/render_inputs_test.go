@@ -372,7 +372,7 @@ func badInputs() []badInput {
 				r.write("app/kustomization.yaml", "resources:\n  - deployment.yaml\n  - https://github.com/kubernetes-sigs/kustomize//examples/helloWorld?ref=v5.0.0\n")
 				return nil
 			},
-			want: []string{`target "app"`, "app/kustomization.yaml", "remote resource", "remote bases are off"},
+			want: []string{`target "app"`, "app/kustomization.yaml", "remote location", "remote bases are off"},
 		},
 		{
 			name: "duplicate object ids in one target",

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/ferry-ci/ferry/internal/manifest"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -172,11 +174,14 @@ func (d *Dependency) UnmarshalYAML(n *yamlv3.Node) error {
 // ReadFile reads ferry.yaml from the repository root. It returns nil, nil
 // when there is none.
 func ReadFile(root string) (*File, error) {
-	data, err := os.ReadFile(filepath.Join(root, FileName))
+	data, err := manifest.ReadFile(filepath.Join(root, FileName), FileName)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := manifest.CheckAliases(FileName, data); err != nil {
 		return nil, err
 	}
 	f, err := ParseFile(data)

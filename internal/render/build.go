@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/konfig"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/ferry-ci/ferry/internal/manifest"
@@ -113,6 +114,11 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 		return nil, err
 	}
 
+	// Flux's generator reads the path's kustomization file itself: bound
+	// it as every other file is bounded, naming it.
+	if err := checkKustomizationFile(root, dir); err != nil {
+		return nil, err
+	}
 	gen := fluxkustomize.NewGenerator(root, *ks)
 	kdata, kfile, _, err := gen.GenerateManifest(dir)
 	if err != nil {
@@ -213,6 +219,25 @@ func describeBuildError(err error) error {
 		id = kind + "/" + ns + "/" + name
 	}
 	return fmt.Errorf("%s: the object is defined twice: %w", id, err)
+}
+
+// checkKustomizationFile refuses a kustomization file in dir that is too
+// large or an alias bomb, before anything parses it.
+func checkKustomizationFile(root, dir string) error {
+	for _, name := range konfig.RecognizedKustomizationFileNames() {
+		p := filepath.Join(dir, name)
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		data, err := manifest.ReadFile(p, rel)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return manifest.CheckAliases(rel, data)
+	}
+	return nil
 }
 
 // resolvePath turns spec.path into a directory under root, refusing
