@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -144,6 +145,12 @@ func hostileCases() []hostileCase {
 			setup: func(t *testing.T, c *hostileRun) { _ = os.Remove(filepath.Join(c.repo, "ferry.yaml")) },
 			want:  []string{"clusters/dev/kustomization.yaml", "remote location"}},
 
+		// 2. Decrypted values in diff reports, in every format: a value
+		// kustomize replacements copy out of the Secret into a ConfigMap.
+		maskCase("json", "json"),
+		maskCase("text", "text"),
+		maskCase("markdown", "markdown"),
+
 		// 3. Paths render -o writes.
 		{name: "target named ../../escaped", class: "output",
 			files: map[string]string{"ferry.yaml": "targets:\n  - name: ../../escaped\n    path: app\n"},
@@ -229,7 +236,7 @@ func hostileCases() []hostileCase {
 		{name: "repo path that forges a command", class: "commands", env: actionsEnv(), setup: actionsFiles,
 			args: []string{"render", "--repo", "{{CASE}}/no\n::warning title=forged::pwned\nrepo"}, forbid: forgedCommands},
 		{name: "file name that forges a command", class: "commands", env: actionsEnv(), setup: actionsFiles,
-			files: map[string]string{"app/kustomization.yaml": "resources:\n  - deployment.yaml\n  - \"x\\n::error title=forged::pwned\\n.yaml\"\n"},
+			files:  map[string]string{"app/kustomization.yaml": "resources:\n  - deployment.yaml\n  - \"x\\n::error title=forged::pwned\\n.yaml\"\n"},
 			forbid: forgedCommands, want: []string{`target "app"`}},
 		{name: "target name that forges a command", class: "commands", env: actionsEnv(), setup: actionsFiles,
 			files:  map[string]string{"ferry.yaml": "targets:\n  - name: \"app\\r::add-mask::forged\"\n    path: app\n"},
@@ -297,6 +304,28 @@ func hostileCases() []hostileCase {
 		{name: "repository that does not exist", class: "cli", args: []string{"render", "--repo", "{{CASE}}/nowhere"}, want: []string{"nowhere"}},
 	}
 	return cases
+}
+
+// maskCase commits the corpus repo, then a change that copies the
+// Secret's value into a new ConfigMap, and diffs the two in format.
+func maskCase(name, format string) hostileCase {
+	return hostileCase{name: "replacements copy the value, diff --format " + name, class: "mask", succeeds: true,
+		args: []string{"diff", "--repo", "{{REPO}}", "--base", "HEAD~1", "--format", format},
+		setup: func(t *testing.T, c *hostileRun) {
+			git := func(args ...string) {
+				cmd := exec.Command("git", append([]string{"-C", c.repo, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+			}
+			git("init", "-q", "-b", "main")
+			git("add", "-A")
+			git("commit", "-q", "-m", "base")
+			c.write(t, "app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: copy}\ndata: {password: placeholder}\n")
+			c.write(t, "app/kustomization.yaml", "resources: [deployment.yaml, secret.yaml, cm.yaml]\nreplacements:\n  - source: {kind: Secret, name: db, fieldPath: stringData.password}\n    targets:\n      - select: {kind: ConfigMap, name: copy}\n        fieldPaths: [data.password]\n")
+			git("add", "-A")
+			git("commit", "-q", "-m", "head")
+		}}
 }
 
 func flipLast(m string) string {

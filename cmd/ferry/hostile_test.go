@@ -47,7 +47,9 @@ type hostileCase struct {
 	args  []string // default: render --repo REPO
 	env   map[string]string
 	want  []string // substrings of stderr
-	code  int      // default exitError
+	// succeeds marks an input ferry handles (exit 0); every other case
+	// must fail with exit 2.
+	succeeds bool
 	// forbid are strings no line of either stream may start with.
 	forbid []string
 }
@@ -266,9 +268,9 @@ func TestHostileInputs(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			want := hc.code
-			if want == 0 {
-				want = exitError
+			want := exitError
+			if hc.succeeds {
+				want = exitOK
 			}
 			if code != want {
 				t.Errorf("exit %d, want %d\nstderr: %s", code, want, stderr.String())
