@@ -71,7 +71,7 @@ func isText(b []byte) bool {
 }
 
 // forms returns how v reads in each encoding ferry writes or quotes from
-// its libraries. Per line of v (as masked line by line): the line as it
+// its libraries. Per line of v (see lines): the line as it
 // is and trimmed; JSON-escaped as encoding/json writes it, with and
 // without its HTML escapes (\u003c \u003e \u0026), and twice (JSON text
 // quoted in a JSON string); Go-quoted as %q and %+q write it (errors);
@@ -88,7 +88,7 @@ func isText(b []byte) bool {
 // out of reach here: mask the data before it is encoded.
 func forms(v string) []string {
 	var out []string
-	for _, l := range strings.Split(v, "\n") {
+	for _, l := range lines(v) {
 		if len(strings.TrimSpace(l)) < minMaskLen {
 			continue
 		}
@@ -108,6 +108,14 @@ func forms(v string) []string {
 		}
 	}
 	return out
+}
+
+// lines splits v at line breaks: YAML's (\n, \r, U+0085, U+2028,
+// U+2029), which an emitter may write as a break followed by indentation.
+func lines(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool {
+		return r == '\n' || r == '\r' || r == 0x85 || r == 0x2028 || r == 0x2029
+	})
 }
 
 // jsonEscaped is s as encoding/json writes it inside a JSON string.

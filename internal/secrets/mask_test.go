@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
 )
 
 // maskerOf returns a masker watching a decryptor that holds values, as
@@ -117,55 +119,6 @@ func yamlStyle(t *testing.T, v string, style yamlv3.Style) string {
 	return string(b)
 }
 
-// leaks lists the encodings of v, by name, found in out: each line of v
-// (three characters or more) as it is, JSON-escaped with and without HTML
-// escapes, Go-quoted, in a YAML double-quoted scalar; the whole value in
-// base64; and the middle of v's base64 where v sits inside longer data.
-// They are computed by the encoders, not by the masker's own forms.
-func leaks(t *testing.T, out, v string) []string {
-	t.Helper()
-	var found []string
-	check := func(name, form string) {
-		if len(strings.TrimSpace(form)) >= minMaskLen && strings.Contains(out, form) {
-			found = append(found, fmt.Sprintf("%s %q", name, form))
-		}
-	}
-	for _, l := range strings.Split(v, "\n") {
-		l = strings.TrimSpace(l)
-		if len(l) < minMaskLen {
-			continue
-		}
-		check("raw", l)
-		j, _ := json.Marshal(l)
-		check("json", string(j[1:len(j)-1]))
-		jj, _ := json.Marshal(string(j))
-		check("json-twice", string(jj[3:len(jj)-3]))
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(l)
-		check("json-no-html", strings.TrimSuffix(b.String(), "\n")[1:len(b.String())-2])
-		q := fmt.Sprintf("%q", l)
-		check("go", q[1:len(q)-1])
-		if utf8.ValidString(l) {
-			dq := strings.TrimSpace(strings.TrimPrefix(yamlStyle(t, l, yamlv3.DoubleQuotedStyle), "k: "))
-			check("yaml-double-quoted", dq[1:len(dq)-1])
-		}
-	}
-	if len(v) >= minMaskLen {
-		check("base64", base64.RawStdEncoding.EncodeToString([]byte(v)))
-		check("base64-url", base64.RawURLEncoding.EncodeToString([]byte(v)))
-	}
-	// Inside longer base64: the characters that encode v's bytes only,
-	// less three at each end (the groups v shares with its neighbours).
-	for before := 1; before <= 2 && len(v) >= 12; before++ {
-		blob := base64.StdEncoding.EncodeToString(append(bytes.Repeat([]byte{'x'}, before), v+"tail"...))
-		from, to := (8*before+5)/6+3, 8*(before+len(v))/6-3
-		check(fmt.Sprintf("base64 inside, after %d byte(s)", before), blob[from:to])
-	}
-	return found
-}
-
 // TestMaskEveryEncoding: a decrypted value is masked in every encoding
 // ferry writes, whatever characters it holds.
 func TestMaskEveryEncoding(t *testing.T) {
@@ -177,11 +130,11 @@ func TestMaskEveryEncoding(t *testing.T) {
 			}
 			t.Run(vname+"/"+ename, func(t *testing.T) {
 				in := encode(t, v)
-				if got := leaks(t, in, v); len(got) == 0 && ename != "raw" {
+				if got := secretstest.Leaks(in, v); len(got) == 0 && ename != "raw" {
 					t.Logf("the encoding holds none of the checked forms: %q", in)
 				}
 				out := m.Mask(in)
-				if got := leaks(t, out, v); len(got) > 0 {
+				if got := secretstest.Leaks(out, v); len(got) > 0 {
 					t.Errorf("masked %s output still holds %v:\n%s", ename, got, out)
 				}
 			})
@@ -226,7 +179,7 @@ func TestMaskValueBeforeEncoding(t *testing.T) {
 	}
 	for _, out := range []string{string(y), string(j)} {
 		for name, v := range hardValues {
-			if got := leaks(t, out, v); len(got) > 0 {
+			if got := secretstest.Leaks(out, v); len(got) > 0 {
 				t.Errorf("%s: output holds %v:\n%s", name, got, out)
 			}
 		}
@@ -387,7 +340,7 @@ func FuzzMask(f *testing.F) {
 			return // folded (see TestMaskValueBeforeEncoding), or !!binary
 		}
 		out := maskerOf(v).Mask(before + encodings[name](t, v) + after)
-		if got := leaks(t, out, v); len(got) > 0 {
+		if got := secretstest.Leaks(out, v); len(got) > 0 {
 			t.Errorf("%s: masked output still holds %v:\n%q", name, got, out)
 		}
 	})
