@@ -2,6 +2,7 @@ package diff
 
 import (
 	"encoding/base64"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -59,7 +60,7 @@ const maskedChange = "a value that holds a decrypted secret changed (masked in t
 // and whether they differ only where the masks hide it.
 func diffMasked(base, head *unstructured.Unstructured, mask *secrets.Masker) (string, bool) {
 	d := Unified(text(base, mask), text(head, mask))
-	if d != "" || mask == nil {
+	if d != "" || mask == nil || reflect.DeepEqual(base.Object, head.Object) {
 		return d, false
 	}
 	return "", text(base, nil) != text(head, nil)

@@ -78,7 +78,8 @@ func isText(b []byte) bool {
 // inside a YAML double-quoted scalar as yaml.v2 and yaml.v3 write it (\t,
 // \", \\, \U0001F511, ...) and inside a single-quoted one (a quote
 // doubled); HTML-escaped; URL query- and path-escaped. Of the whole value,
-// and of its JSON-escaped form (a generated Secret of a JSON file): its
+// and of its JSON- and YAML-escaped forms (a Secret generated from a
+// whole decrypted JSON or YAML file): its
 // standard and URL-safe base64 (with or without padding), and the base64
 // runs that encode it wherever it sits inside longer base64 text (each of
 // the three alignments).
@@ -100,7 +101,7 @@ func forms(v string) []string {
 	}
 	if len(v) >= minMaskLen {
 		seen := map[string]bool{}
-		for _, w := range []string{v, jsonEscaped(v, true), jsonEscaped(v, false)} {
+		for _, w := range []string{v, jsonEscaped(v, true), jsonEscaped(v, false), yamlDoubleQuoted(v)} {
 			if !seen[w] {
 				seen[w] = true
 				out = append(out, base64Forms([]byte(w))...)

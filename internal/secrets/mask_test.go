@@ -104,6 +104,13 @@ var encodings = map[string]func(t *testing.T, v string) string{
 		b, _ := json.Marshal(map[string]string{"password": v, "user": "shop"})
 		return base64.StdEncoding.EncodeToString(b)
 	},
+	"base64-of-yaml-file": func(t *testing.T, v string) string {
+		b, err := yamlv3.Marshal(map[string]string{"password": v, "user": "shop"})
+		if err != nil {
+			t.Skipf("not encodable: %v", err)
+		}
+		return base64.StdEncoding.EncodeToString(b)
+	},
 }
 
 func yamlStyle(t *testing.T, v string, style yamlv3.Style) string {
@@ -330,7 +337,7 @@ func FuzzMask(f *testing.F) {
 	f.Add("\xff\xfeinvalid", uint8(3), "", "")
 	f.Add("abc", uint8(9), "x", "y")
 	names := []string{"raw", "json", "json-indent-no-html", "json-twice", "yaml-v2", "yaml-v3", "yaml-v3-double-quoted", "yaml-v3-single-quoted",
-		"go-q", "go-plus-q", "html", "base64", "base64-url", "base64-inside-1", "base64-inside-2", "base64-of-json-file"}
+		"go-q", "go-plus-q", "html", "base64", "base64-url", "base64-inside-1", "base64-inside-2", "base64-of-json-file", "base64-of-yaml-file"}
 	f.Fuzz(func(t *testing.T, v string, enc uint8, before, after string) {
 		name := names[int(enc)%len(names)]
 		if strings.Contains(v+before+after, "*") || len(v) > 200 {
@@ -344,4 +351,41 @@ func FuzzMask(f *testing.F) {
 			t.Errorf("%s: masked output still holds %v:\n%q", name, got, out)
 		}
 	})
+}
+
+// TestMaskBase64OfFiles: a Secret generated from a whole decrypted file
+// holds the file in base64, each value as its file format escapes it; no
+// part of the masked base64 decodes to the value.
+func TestMaskBase64OfFiles(t *testing.T) {
+	const v = "🔑 tab\tsecret-value-<&>\"x\""
+	files := map[string]func() ([]byte, error){
+		"json":   func() ([]byte, error) { return json.Marshal(map[string]string{"password": v, "user": "shop"}) },
+		"yaml":   func() ([]byte, error) { return yamlv3.Marshal(map[string]string{"password": v, "user": "shop"}) },
+		"dotenv": func() ([]byte, error) { return []byte("USER=shop\nPASSWORD=" + v + "\n"), nil },
+	}
+	m := maskerOf(v)
+	for name, file := range files {
+		t.Run(name, func(t *testing.T) {
+			b, err := file()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for pad := 0; pad < 3; pad++ {
+				in := base64.StdEncoding.EncodeToString(append(bytes.Repeat([]byte("#"), pad), b...))
+				out := m.Mask(in)
+				if out == in {
+					t.Fatalf("nothing masked in %q (%s)", in, b)
+				}
+				for _, piece := range strings.Split(out, hidden) {
+					for off := 0; off < 4 && off < len(piece); off++ {
+						p := strings.TrimRight(piece[off:], "=")
+						dec, _ := base64.RawStdEncoding.DecodeString(p[:len(p)/4*4])
+						if bytes.Contains(dec, []byte("secret-val")) {
+							t.Errorf("pad %d: %q decodes to %q", pad, p, dec)
+						}
+					}
+				}
+			}
+		})
+	}
 }
