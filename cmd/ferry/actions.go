@@ -83,14 +83,14 @@ func isBool(f *pflag.Flag) bool { return f.Value.Type() == "bool" }
 // inActions reports whether ferry runs as an Actions step.
 func (e *env) inActions() bool { return e.gha != nil }
 
-// output sets the step output name. Outside Actions it does nothing. A
-// failure to write it fails the run (exit 2) once the command is done, so
-// callers need not check.
+// output sets the step output name, with decrypted values masked.
+// Outside Actions it does nothing. A failure to write it fails the run
+// (exit 2) once the command is done, so callers need not check.
 func (e *env) output(name, value string) {
 	if e.gha == nil {
 		return
 	}
-	if err := e.gha.SetOutput(name, value); err != nil && e.actionErr == nil {
+	if err := e.gha.SetOutput(name, e.masker.Mask(value)); err != nil && e.actionErr == nil {
 		e.actionErr = fmt.Errorf("step output %s: %w", name, err)
 	}
 }

@@ -136,7 +136,13 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 			break
 		}
 	}
-	if err := printChangeSets(e.stdout, sets, o.format); err != nil {
+	// The API server's messages may quote what it was sent.
+	e.masker.Redact(sets)
+	var out strings.Builder
+	if err := printChangeSets(&out, sets, o.format); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(e.stdout, e.masker.Mask(out.String())); err != nil {
 		return err
 	}
 	e.output("applied", countChanges(sets, kube.Created, kube.Configured))

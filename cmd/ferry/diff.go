@@ -125,7 +125,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	dopts := diff.Options{Repo: o.repo, Base: o.base, Head: o.head, Render: ropts, Targets: args, FetchToken: e.token()}
+	dopts := diff.Options{Repo: o.repo, Base: o.base, Head: o.head, Render: ropts, Targets: args, FetchToken: e.token(), Mask: e.masker}
 	if o.live {
 		dopts.Live = func(ctx context.Context, t *config.Target, objs []*unstructured.Unstructured) ([]diff.Object, error) {
 			client, err := o.cluster.client(e, t)
@@ -136,7 +136,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 			if err != nil {
 				return nil, err
 			}
-			return diff.Live(cmp, t.Prune), nil
+			return diff.Live(cmp, t.Prune, e.masker), nil
 		}
 	}
 	report, err := diff.Revisions(ctx, dopts)

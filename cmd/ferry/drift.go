@@ -195,8 +195,10 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	if o.heal {
 		o.healAll(ctx, targets, objs, clients, reports, revision, isAncestor)
 	}
+	// Detect masked what it compared; render, cluster and heal errors are
+	// masked here.
 	for _, r := range reports {
-		r.Redact(e.masker.Mask)
+		e.masker.Redact(r)
 	}
 	var issueErr error
 	if issues {
@@ -246,7 +248,7 @@ func (o *driftOptions) detect(ctx context.Context, e *env, t *config.Target, obj
 		r.Cluster = client.Host
 		return nil, r
 	}
-	return client, drift.Detect(cmp, revision)
+	return client, drift.Detect(cmp, revision, e.masker)
 }
 
 // healAll applies, in dependency order, each target that is not in sync;
@@ -291,14 +293,24 @@ func (o *driftOptions) healAll(ctx context.Context, targets []*config.Target, ob
 	}
 }
 
+// printDrift writes the (redacted) reports in the format, and masks the
+// text once more as a whole.
 func printDrift(e *env, reports []*drift.Report, format string) error {
+	var b strings.Builder
+	var err error
 	switch format {
 	case "json":
-		return drift.JSON(e.stdout, reports)
+		err = drift.JSON(&b, reports)
 	case "markdown":
-		return drift.Markdown(e.stdout, reports)
+		err = drift.Markdown(&b, reports)
+	default:
+		err = drift.Text(&b, reports)
 	}
-	return drift.Text(e.stdout, reports)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(e.stdout, e.masker.Mask(b.String()))
+	return err
 }
 
 // reportDriftToActions sets the step output drifted and, with --report

@@ -45,7 +45,7 @@ func syncDriftIssues(ctx context.Context, e *env, f forge.Forge, label string, r
 		}
 		healed := r.Heal != nil && r.HealError == ""
 		open := r.Drifted() && !healed
-		body := drift.MarkdownTarget(r)
+		body := e.masker.Mask(drift.MarkdownTarget(r))
 		if u, err := url.Parse(run); err == nil && (u.Scheme == "https" || u.Scheme == "http") && !strings.ContainsAny(run, " <>") {
 			body += "\nLast checked by <" + run + ">.\n"
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/manifest"
+	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
 // Live compares a target's head render with its cluster: each object as
@@ -13,18 +14,19 @@ import (
 // (managed fields, resource version, uid, generation, timestamps, status),
 // so defaults the server adds appear on both sides and cancel out.
 // Members of the target's inventory that are no longer rendered are
-// listed as removed (pruned when the target prunes).
-func Live(cmp *kube.Comparison, prune bool) []Object {
+// listed as removed (pruned when the target prunes). mask hides
+// decrypted values in the diffs, before they are written, and in errors.
+func Live(cmp *kube.Comparison, prune bool, mask *secrets.Masker) []Object {
 	var out []Object
 	for _, lo := range cmp.Objects {
 		o := Object{ID: lo.ID}
 		switch {
 		case lo.Err != nil:
 			o.Action = Changed
-			o.Warnings = []string{"cannot be compared: " + lo.Err.Error()}
+			o.Warnings = []string{"cannot be compared: " + mask.Mask(lo.Err.Error())}
 		case lo.Live == nil:
 			o.Action = Added
-			o.Diff = Unified("", text(normalized(lo.Desired)))
+			o.Diff = Unified("", text(normalized(lo.Desired), mask))
 			if isSecret(lo.ID) {
 				o.Secret = &SecretChange{Added: secretKeys(lo.Desired)}
 			}
@@ -32,23 +34,27 @@ func Live(cmp *kube.Comparison, prune bool) []Object {
 			o.Action = Unchanged
 		default:
 			live, want := normalized(lo.Live), normalized(lo.DryRun)
-			o.Diff = Unified(text(live), text(want))
+			var hidden bool
+			o.Diff, hidden = diffMasked(live, want, mask)
 			if isSecret(lo.ID) {
 				if sc := compareSecrets(live, want); !sc.empty() {
 					o.Secret = sc
 				}
 			}
 			o.Action = Unchanged
-			if o.Diff != "" || o.Secret != nil {
+			if o.Diff != "" || hidden || o.Secret != nil {
 				o.Action = Changed
 				o.Warnings = immutable(live, want)
+				if hidden {
+					o.Warnings = append(o.Warnings, maskedChange)
+				}
 			}
 		}
 		out = append(out, o)
 	}
 	for _, u := range cmp.Orphans {
 		o := Object{ID: manifest.IDOf(u), Action: Removed, Pruned: prune}
-		o.Diff = Unified(text(normalized(u)), "")
+		o.Diff = Unified(text(normalized(u), mask), "")
 		o.Warnings = removal(o)
 		out = append(out, o)
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/manifest"
+	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
 // Action is what a change does to one object.
@@ -128,8 +129,9 @@ func (r *Report) Failed() bool {
 
 // Sets compares the objects of one target at base and head. prune says
 // whether the target prunes (removed objects are then deleted on merge).
-// Objects come out in apply order.
-func Sets(base, head []*unstructured.Unstructured, prune bool) []Object {
+// mask hides decrypted values in the diffs, before they are written (nil
+// shows them). Objects come out in apply order.
+func Sets(base, head []*unstructured.Unstructured, prune bool, mask *secrets.Masker) []Object {
 	byID := func(objs []*unstructured.Unstructured) map[manifest.ID]*unstructured.Unstructured {
 		m := make(map[manifest.ID]*unstructured.Unstructured, len(objs))
 		for _, o := range objs {
@@ -156,14 +158,14 @@ func Sets(base, head []*unstructured.Unstructured, prune bool) []Object {
 		switch {
 		case bo == nil:
 			o.Action = Added
-			o.Diff = Unified("", text(ho))
+			o.Diff = Unified("", text(ho, mask))
 			if isSecret(id) {
 				o.Secret = &SecretChange{Added: secretKeys(ho)}
 			}
 		case ho == nil:
 			o.Action = Removed
 			o.Pruned = prune
-			o.Diff = Unified(text(bo), "")
+			o.Diff = Unified(text(bo, mask), "")
 			if isSecret(id) {
 				o.Secret = &SecretChange{Removed: secretKeys(bo)}
 			}
@@ -171,12 +173,16 @@ func Sets(base, head []*unstructured.Unstructured, prune bool) []Object {
 			if isSecret(id) {
 				o.Secret = compareSecrets(bo, ho)
 			}
-			o.Diff = Unified(text(bo), text(ho))
-			if o.Diff == "" && (o.Secret == nil || o.Secret.empty()) {
+			var hidden bool
+			o.Diff, hidden = diffMasked(bo, ho, mask)
+			if o.Diff == "" && !hidden && (o.Secret == nil || o.Secret.empty()) {
 				o.Action = Unchanged
 			} else {
 				o.Action = Changed
 				o.Warnings = immutable(bo, ho)
+				if hidden {
+					o.Warnings = append(o.Warnings, maskedChange)
+				}
 			}
 			if o.Secret != nil && o.Secret.empty() {
 				o.Secret = nil

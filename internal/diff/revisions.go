@@ -16,6 +16,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/gitrepo"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
 // Options says what to compare.
@@ -35,6 +36,9 @@ type Options struct {
 	// Live, when set, compares a target's head render with its cluster
 	// (diff --live); it is called for every affected target that renders.
 	Live func(ctx context.Context, t *config.Target, objs []*unstructured.Unstructured) ([]Object, error)
+	// Mask hides decrypted values wherever the report quotes objects or
+	// errors. Nil: a masker of Render's decryptor.
+	Mask *secrets.Masker
 }
 
 // Plan is the result of the affected-target analysis.
@@ -273,8 +277,15 @@ func sameDefinition(a, b *config.Target) bool {
 
 // Revisions renders the affected targets at both revisions and compares
 // them object by object. A target that fails to render on one side is
-// reported with its error; the others are still compared.
+// reported with its error; the others are still compared. No decrypted
+// value is in the report, in any form: objects are masked before their
+// diffs are written, and every string of the report is masked at the end.
 func Revisions(ctx context.Context, opts Options) (*Report, error) {
+	mask := opts.Mask
+	if mask == nil && opts.Render.Decryptor != nil {
+		mask = secrets.NewMasker()
+		mask.Watch(opts.Render.Decryptor)
+	}
 	p, cleanup, err := plan(ctx, opts)
 	if cleanup != nil {
 		defer cleanup()
@@ -306,7 +317,7 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 		}
 		if t.Error == "" {
 			var bo, ho = objects(base), objects(head)
-			t.Objects = Sets(bo, ho, t.Prune && a.head != nil)
+			t.Objects = Sets(bo, ho, t.Prune && a.head != nil, mask)
 			t.Counts = count(t.Objects)
 			t.NotCompared = omitted(base, head)
 			if opts.Render.NoDecrypt {
@@ -334,6 +345,7 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 		}
 		r.Targets = append(r.Targets, t)
 	}
+	mask.Redact(r)
 	return r, nil
 }
 

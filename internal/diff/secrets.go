@@ -2,12 +2,14 @@ package diff
 
 import (
 	"encoding/base64"
+	"reflect"
 	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/manifest"
+	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
 // redacted replaces every Secret value in a diff.
@@ -16,8 +18,10 @@ const redacted = "<redacted>"
 func isSecret(id manifest.ID) bool { return id.Kind == "Secret" && id.Group == "" }
 
 // text is the normalized YAML an object is diffed as. Secret values (and
-// annotations that may copy them) are redacted.
-func text(u *unstructured.Unstructured) string {
+// annotations that may copy them) are redacted, and decrypted values that
+// reached other fields are masked before the YAML is written (nil mask:
+// shown as they are).
+func text(u *unstructured.Unstructured, mask *secrets.Masker) string {
 	if isSecret(manifest.IDOf(u)) {
 		u = u.DeepCopy()
 		for _, field := range []string{"data", "stringData"} {
@@ -38,11 +42,28 @@ func text(u *unstructured.Unstructured) string {
 		}
 		delete(u.Object, "sops")
 	}
+	if m, ok := mask.MaskValue(u.Object).(map[string]any); ok {
+		u = &unstructured.Unstructured{Object: m}
+	}
 	b, err := manifest.YAML(u)
 	if err != nil {
-		return "# " + err.Error() + "\n"
+		return "# " + mask.Mask(err.Error()) + "\n"
 	}
 	return string(b)
+}
+
+// maskedChange warns about an object whose only differences are in
+// values that hold decrypted secrets: masked, its diff reads as empty.
+const maskedChange = "a value that holds a decrypted secret changed (masked in the diff)"
+
+// diffMasked is the diff of two objects with decrypted values masked,
+// and whether they differ only where the masks hide it.
+func diffMasked(base, head *unstructured.Unstructured, mask *secrets.Masker) (string, bool) {
+	d := Unified(text(base, mask), text(head, mask))
+	if d != "" || mask == nil || reflect.DeepEqual(base.Object, head.Object) {
+		return d, false
+	}
+	return "", text(base, nil) != text(head, nil)
 }
 
 // secretValues maps each key of a Secret to its value (data decoded,

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/ferry-ci/ferry/internal/kube"
+	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
 // owner is one field manager's field set on an object.
@@ -73,13 +74,14 @@ func dedupe(sorted []string) []string {
 // field set on the dry-run result) whose live value differs, or that
 // ferry does not own on the live object while another manager does.
 // Fields other managers own that ferry does not set, and server defaults,
-// are in neither set and so never differ.
+// are in neither set and so never differ. Values are compared as they
+// are and recorded with decrypted values masked.
 //
 // A field is Pending (changed in Git, not drift) when the configuration
 // changed since the last apply and either ferry still owns the field live
 // (so it holds the value ferry last gave it) or ferry's fields are as it
 // left them (so the field is new in Git). Otherwise it is drift.
-func compareFields(lo *kube.LiveObject) []Field {
+func compareFields(lo *kube.LiveObject, mask *secrets.Masker) []Field {
 	want, _ := fieldSets(lo.DryRun)
 	have, others := fieldSets(lo.Live)
 	secret := isSecret(lo.Desired)
@@ -106,10 +108,10 @@ func compareFields(lo *kube.LiveObject) []Field {
 		}
 		f := Field{Path: p.String(), Managers: managers, Pending: pending(p)}
 		if gitOK {
-			f.Git = encode(gitV)
+			f.Git = encode(mask.MaskValue(gitV))
 		}
 		if liveOK {
-			f.Live = encode(liveV)
+			f.Live = encode(mask.MaskValue(liveV))
 		}
 		out = append(out, f)
 	})

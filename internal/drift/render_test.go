@@ -33,7 +33,7 @@ func sampleReports(t *testing.T) []*Report {
 		Target: "stage", Cluster: "https://10.0.0.1:6443", Inventory: inventory(revA),
 		Objects: []*kube.LiveObject{scaledWeb, missing, recorded(t, secretDesired, secretLive, secretDryRun)},
 		Orphans: []*unstructured.Unstructured{orphan},
-	}, revA)
+	}, revA, nil)
 	drifted.Heal = &kube.ChangeSet{Target: "stage", Revision: revA, Changes: []kube.Change{
 		{Object: manifest.ID{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "api"}, Action: kube.Created},
 		{Object: manifest.ID{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "web"}, Action: kube.Configured},
@@ -43,11 +43,11 @@ func sampleReports(t *testing.T) []*Report {
 
 	changed := recorded(t, webDesired, webLive("1", "nginx:1.27", ferryOwnsAll), webDryRun)
 	changed.ConfigChanged = true
-	behind := Detect(&kube.Comparison{Target: "prod", Cluster: "https://10.0.0.2:6443", Inventory: inventory(revA), Objects: []*kube.LiveObject{changed}}, revB)
+	behind := Detect(&kube.Comparison{Target: "prod", Cluster: "https://10.0.0.2:6443", Inventory: inventory(revA), Objects: []*kube.LiveObject{changed}}, revB, nil)
 
 	clean := recorded(t, webDesired, webLive("2", "nginx:1.27", ferryOwnsAll), "")
 	clean.Unchanged = true
-	inSync := Detect(&kube.Comparison{Target: "infra", Cluster: "https://10.0.0.1:6443", Inventory: inventory(revA), Objects: []*kube.LiveObject{clean}}, revA)
+	inSync := Detect(&kube.Comparison{Target: "infra", Cluster: "https://10.0.0.1:6443", Inventory: inventory(revA), Objects: []*kube.LiveObject{clean}}, revA, nil)
 
 	broken := ErrorReport("edge", errString(`rendering target "edge": apps/edge/kustomization.yaml: missing.yaml: no such file or directory`))
 	return []*Report{inSync, drifted, behind, broken}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/manifest"
+	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
 // Class is what is wrong, or not, with one object.
@@ -182,8 +183,10 @@ const maxFields = 20
 
 // Detect classifies every object of a comparison. revision is the
 // checked-out revision ("" when unknown): when the inventory records
-// another one, what Git changed since is Pending, not drift.
-func Detect(c *kube.Comparison, revision string) *Report {
+// another one, what Git changed since is Pending, not drift. mask hides
+// decrypted values: in field values before they are encoded (and cut to
+// length), then in every string of the report (nil shows them).
+func Detect(c *kube.Comparison, revision string, mask *secrets.Masker) *Report {
 	inv := c.Inventory
 	r := &Report{
 		Target:          c.Target,
@@ -199,7 +202,7 @@ func Detect(c *kube.Comparison, revision string) *Report {
 		r.AppliedAt = &t
 	}
 	for _, lo := range c.Objects {
-		o, ok := classify(lo, inv, r.Behind)
+		o, ok := classify(lo, inv, r.Behind, mask)
 		if !ok {
 			r.InSync++
 			continue
@@ -219,6 +222,7 @@ func Detect(c *kube.Comparison, revision string) *Report {
 	}
 	sortObjects(r.Objects)
 	r.Status = r.status()
+	mask.Redact(r)
 	return r
 }
 
@@ -235,7 +239,7 @@ func (r *Report) status() Status {
 }
 
 // classify returns the object's class, or false when it is in sync.
-func classify(lo *kube.LiveObject, inv *kube.Inventory, behind bool) (Object, bool) {
+func classify(lo *kube.LiveObject, inv *kube.Inventory, behind bool, mask *secrets.Masker) (Object, bool) {
 	o := Object{Object: lo.ID}
 	switch {
 	case lo.Live == nil && lo.Err != nil:
@@ -256,7 +260,7 @@ func classify(lo *kube.LiveObject, inv *kube.Inventory, behind bool) (Object, bo
 	case lo.DryRun == nil:
 		o.Class, o.Reason = Unknown, "not dry-run"
 	default:
-		fields := compareFields(lo)
+		fields := compareFields(lo, mask)
 		drifted := false
 		for _, f := range fields {
 			if !f.Pending {
@@ -291,43 +295,4 @@ func sortObjects(objs []Object) {
 		}
 		return manifest.Less(objs[i].Object, objs[j].Object)
 	})
-}
-
-// Redact passes every value and message of the report through mask (a
-// secrets.Masker's Mask), so a decrypted value that reached a field that
-// is not a Secret's is not shown either.
-func (r *Report) Redact(mask func(string) string) {
-	r.Error = mask(r.Error)
-	r.HealError = mask(r.HealError)
-	for i := range r.Objects {
-		o := &r.Objects[i]
-		o.Reason = mask(o.Reason)
-		for j := range o.Fields {
-			f := &o.Fields[j]
-			f.Git = maskJSON(f.Git, mask)
-			f.Live = maskJSON(f.Live, mask)
-		}
-	}
-	if r.Heal != nil {
-		for i := range r.Heal.Changes {
-			r.Heal.Changes[i].Reason = mask(r.Heal.Changes[i].Reason)
-		}
-		for i := range r.Heal.NotReady {
-			r.Heal.NotReady[i].Message = mask(r.Heal.NotReady[i].Message)
-		}
-	}
-}
-
-func maskJSON(raw json.RawMessage, mask func(string) string) json.RawMessage {
-	if raw == nil {
-		return nil
-	}
-	m := mask(string(raw))
-	if m == string(raw) {
-		return raw
-	}
-	if !json.Valid([]byte(m)) {
-		return json.RawMessage(`"***"`)
-	}
-	return json.RawMessage(m)
 }

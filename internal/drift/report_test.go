@@ -1,7 +1,6 @@
 package drift
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -243,7 +242,7 @@ func TestClassify(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &kube.Comparison{Target: "app", Inventory: inventory(revA), Objects: []*kube.LiveObject{tc.object()}}
-			r := Detect(c, tc.revision)
+			r := Detect(c, tc.revision, nil)
 			want := []Object{}
 			inSync := 1
 			if tc.want != nil {
@@ -304,7 +303,7 @@ func TestOrphansAndStatus(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Detect(&kube.Comparison{Target: "app", Inventory: tc.inv, Orphans: tc.orphans}, tc.revision)
+			r := Detect(&kube.Comparison{Target: "app", Inventory: tc.inv, Orphans: tc.orphans}, tc.revision, nil)
 			if diff := cmp.Diff(tc.want, classes(r)); diff != "" {
 				t.Errorf("classes (-want +got):\n%s", diff)
 			}
@@ -316,29 +315,5 @@ func TestOrphansAndStatus(t *testing.T) {
 	e := ErrorReport("broken", errString(`rendering target "broken": missing.yaml: no such file`))
 	if e.Status != Failed || !e.Failed() || e.Drifted() || len(e.Objects) != 0 {
 		t.Errorf("error report: %+v", e)
-	}
-}
-
-func TestRedact(t *testing.T) {
-	r := &Report{Target: "app", Error: "value s3cr3t-from-sops leaked", Objects: []Object{{
-		Class: Modified, Reason: "s3cr3t-from-sops",
-		Fields: []Field{
-			{Path: ".data.a", Git: raw(`"s3cr3t-from-sops"`), Live: raw(`"x"`)},
-			{Path: ".spec.n", Git: raw(`12345678`), Live: raw(`1`)},
-		},
-	}}}
-	r.Redact(func(s string) string {
-		s = strings.ReplaceAll(s, "s3cr3t-from-sops", "***")
-		return strings.ReplaceAll(s, "12345678", "***")
-	})
-	want := &Report{Target: "app", Error: "value *** leaked", Objects: []Object{{
-		Class: Modified, Reason: "***",
-		Fields: []Field{
-			{Path: ".data.a", Git: raw(`"***"`), Live: raw(`"x"`)},
-			{Path: ".spec.n", Git: raw(`"***"`), Live: raw(`1`)}, // still JSON
-		},
-	}}}
-	if diff := cmp.Diff(want, r, cmp.Transformer("raw", func(m []byte) string { return string(m) })); diff != "" {
-		t.Errorf("redacted (-want +got):\n%s", diff)
 	}
 }
