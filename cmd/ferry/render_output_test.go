@@ -108,17 +108,19 @@ func TestWriteFileBelowTheWorkingDirectory(t *testing.T) {
 	mkdir(t, "reports")
 	symlink(t, outside, "linked")
 	symlink(t, filepath.Join(outside, "report.md"), filepath.Join("reports", "link.md"))
-	for path, want := range map[string]string{
-		"reports/diff.md":                          "",
-		"new/folder/diff.md":                       "",
-		filepath.Join(outside, "abs", "diff.md"):   "",
-		"linked/diff.md":                           "linked is a symlink",
-		"reports/link.md":                          "reports/link.md is a symlink",
-		filepath.Join(wd, "linked", "diff.md"):     "linked is a symlink",
-		filepath.Join(outside, "abs"):              "is a folder",
-		"reports":                                  "is a folder",
-		"../" + filepath.Base(outside) + "/out.md": "",
+	// In order: outside/abs is a folder only once abs/diff.md is written.
+	for _, c := range []struct{ path, want string }{
+		{"reports/diff.md", ""},
+		{"new/folder/diff.md", ""},
+		{filepath.Join(outside, "abs", "diff.md"), ""},
+		{"linked/diff.md", "linked is a symlink"},
+		{"reports/link.md", "reports/link.md is a symlink"},
+		{filepath.Join(wd, "linked", "diff.md"), "linked is a symlink"},
+		{filepath.Join(outside, "abs"), "is a folder"},
+		{"reports", "is a folder"},
+		{"../" + filepath.Base(outside) + "/out.md", ""},
 	} {
+		path, want := c.path, c.want
 		err := writeFile(path, []byte("report\n"), 0o644)
 		switch {
 		case want == "" && err != nil:
