@@ -71,18 +71,18 @@ func isText(b []byte) bool {
 }
 
 // forms returns how v reads in each encoding ferry writes or quotes from
-// its libraries. Per line of v (see lines): the line as it
-// is and trimmed; JSON-escaped as encoding/json writes it, with and
-// without its HTML escapes (\u003c \u003e \u0026), and twice (JSON text
-// quoted in a JSON string); Go-quoted as %q and %+q write it (errors);
-// inside a YAML double-quoted scalar as yaml.v2 and yaml.v3 write it (\t,
-// \", \\, \U0001F511, ...) and inside a single-quoted one (a quote
-// doubled); HTML-escaped; URL query- and path-escaped. Of the whole value,
-// and of its JSON- and YAML-escaped forms (a Secret generated from a
-// whole decrypted JSON or YAML file): its
-// standard and URL-safe base64 (with or without padding), and the base64
-// runs that encode it wherever it sits inside longer base64 text (each of
-// the three alignments).
+// its libraries. Per line of v (see lines): the line as it is and
+// trimmed; JSON-escaped as encoding/json writes it, with and without its
+// HTML escapes (\u003c \u003e \u0026), and twice (JSON text quoted in a
+// JSON string); Go-quoted as %q and %+q write it (errors); inside a YAML
+// double-quoted scalar as yaml.v2 and yaml.v3 write it (\t, \", \\,
+// \U0001F511, ...) and inside a single-quoted one (a quote doubled);
+// HTML-escaped; URL query- and path-escaped. Of the whole value, of its
+// JSON- and YAML-escaped forms, and of each line of a value of several (a
+// Secret generated from a whole decrypted JSON or YAML file): its standard
+// and URL-safe base64 (with or without padding), and the base64 runs that
+// encode it wherever it sits inside longer base64 text (each of the three
+// alignments).
 //
 // What an encoder does to a value's context (YAML folding a long string
 // at a space, a renderer truncating, markdown replacing a backtick) is
@@ -98,6 +98,10 @@ func forms(v string) []string {
 			unquote(strconv.Quote(l)), unquote(strconv.QuoteToASCII(l)),
 			yamlDoubleQuoted(l), strings.ReplaceAll(l, "'", "''"),
 			html.EscapeString(l), url.QueryEscape(l), url.PathEscape(l))
+		if l != v {
+			// A YAML block scalar writes each line apart, indented.
+			out = append(out, base64Forms([]byte(l))...)
+		}
 	}
 	if len(v) >= minMaskLen {
 		seen := map[string]bool{}
@@ -111,12 +115,18 @@ func forms(v string) []string {
 	return out
 }
 
-// lines splits v at line breaks: YAML's (\n, \r, U+0085, U+2028,
-// U+2029), which an emitter may write as a break followed by indentation.
+// lines returns the lines of v, and the pieces of those at YAML's other
+// line breaks (\r, U+0085, U+2028, U+2029), which an emitter may write
+// as a break followed by indentation.
 func lines(v string) []string {
-	return strings.FieldsFunc(v, func(r rune) bool {
-		return r == '\n' || r == '\r' || r == 0x85 || r == 0x2028 || r == 0x2029
-	})
+	out := strings.Split(v, "\n")
+	for _, l := range out {
+		pieces := strings.FieldsFunc(l, func(r rune) bool { return r == '\r' || r == 0x85 || r == 0x2028 || r == 0x2029 })
+		if len(pieces) > 1 || len(pieces) == 1 && pieces[0] != l {
+			out = append(out, pieces...)
+		}
+	}
+	return out
 }
 
 // jsonEscaped is s as encoding/json writes it inside a JSON string.

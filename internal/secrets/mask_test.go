@@ -39,7 +39,7 @@ var hardValues = map[string]string{
 	"newline":   "first-line\nsecond-line",
 	"unicode":   "pässwörd-ключ-🔑",
 	"control":   "bell\x07and\x1bescape",
-	"separator": "line\u2028sep\u00a0nbsp",
+	"separator": "sep-one\u2028sep-two\u00a0nbsp",
 	"single":    "it's-a-secret",
 	"mixed":     "a<b>\"c\"\\d\te&f'g\n🔑h",
 	"long":      "a long secret phrase with spaces that YAML folds when it runs past the eightieth column of a line",

@@ -7,19 +7,17 @@ import "strings"
 // length times the number of forms of every value. It is read-only once
 // built and safe for concurrent use.
 type matcher struct {
-	nodes []node
+	// The edges of node n are edges[first[n]:first[n+1]].
+	first []int32
+	edges []edge
+	// fail is, per node, the node of the longest proper suffix of the
+	// node's text that is also in the trie.
+	fail []int32
+	// longest is, per node, the length of the longest pattern that ends
+	// at the node's text (its own or one of its suffixes'), 0 if none.
+	longest []int32
 	// root is the root's transitions, by byte (0: stay at the root).
 	root [256]int32
-}
-
-type node struct {
-	edges []edge
-	// fail is the node of the longest proper suffix of this node's text
-	// that is also in the trie.
-	fail int32
-	// longest is the length of the longest pattern that ends at this
-	// node's text (this node's own or one of its suffixes'), 0 if none.
-	longest int32
 }
 
 type edge struct {
@@ -28,57 +26,71 @@ type edge struct {
 }
 
 func newMatcher(patterns []string) *matcher {
-	m := &matcher{nodes: []node{{}}}
+	size := 1
+	for _, p := range patterns {
+		size += len(p)
+	}
+	// The trie, as a map from (node, byte) to child; node 0 is the root.
+	trie := make(map[uint64]int32, size)
+	longest := make([]int32, 1, size) // per node
+
 	for _, p := range patterns {
 		n := int32(0)
 		for i := 0; i < len(p); i++ {
-			c := m.child(n, p[i])
-			if c == 0 {
-				c = int32(len(m.nodes))
-				m.nodes = append(m.nodes, node{})
-				m.nodes[n].edges = append(m.nodes[n].edges, edge{p[i], c})
+			k := uint64(n)<<8 | uint64(p[i])
+			c, ok := trie[k]
+			if !ok {
+				c = int32(len(longest))
+				trie[k] = c
+				longest = append(longest, 0)
 			}
 			n = c
 		}
-		m.nodes[n].longest = max(m.nodes[n].longest, int32(len(p)))
+		longest[n] = max(longest[n], int32(len(p)))
 	}
-	var queue []int32
-	for _, e := range m.nodes[0].edges {
+	nodes := len(longest)
+	m := &matcher{first: make([]int32, nodes+1), edges: make([]edge, len(trie)), fail: make([]int32, nodes), longest: longest}
+	for k := range trie {
+		m.first[k>>8+1]++
+	}
+	for n := 0; n < nodes; n++ {
+		m.first[n+1] += m.first[n]
+	}
+	fill := append([]int32(nil), m.first[:nodes]...)
+	for k, c := range trie {
+		n := k >> 8
+		m.edges[fill[n]] = edge{byte(k), c}
+		fill[n]++
+	}
+	queue := make([]int32, 0, nodes)
+	for _, e := range m.children(0) {
 		m.root[e.b] = e.to
 		queue = append(queue, e.to)
 	}
 	// Breadth first: a node's fail node is shallower, so done before it.
-	for len(queue) > 0 {
-		n := queue[0]
-		queue = queue[1:]
-		for _, e := range m.nodes[n].edges {
-			f := m.step(m.nodes[n].fail, e.b)
-			m.nodes[e.to].fail = f
-			m.nodes[e.to].longest = max(m.nodes[e.to].longest, m.nodes[f].longest)
+	for i := 0; i < len(queue); i++ {
+		n := queue[i]
+		for _, e := range m.children(n) {
+			f := m.step(m.fail[n], e.b)
+			m.fail[e.to] = f
+			m.longest[e.to] = max(m.longest[e.to], m.longest[f])
 			queue = append(queue, e.to)
 		}
 	}
 	return m
 }
 
-// child is n's transition on b in the trie, 0 when there is none (the
-// root is no node's child).
-func (m *matcher) child(n int32, b byte) int32 {
-	for _, e := range m.nodes[n].edges {
-		if e.b == b {
-			return e.to
-		}
-	}
-	return 0
-}
+func (m *matcher) children(n int32) []edge { return m.edges[m.first[n]:m.first[n+1]] }
 
 // step is the automaton's transition from n on b.
 func (m *matcher) step(n int32, b byte) int32 {
 	for n != 0 {
-		if c := m.child(n, b); c != 0 {
-			return c
+		for _, e := range m.children(n) {
+			if e.b == b {
+				return e.to
+			}
 		}
-		n = m.nodes[n].fail
+		n = m.fail[n]
 	}
 	return m.root[b]
 }
@@ -91,7 +103,7 @@ func (m *matcher) mask(s string) string {
 	n := int32(0)
 	for i := 0; i < len(s); i++ {
 		n = m.step(n, s[i])
-		l := int(m.nodes[n].longest)
+		l := int(m.longest[n])
 		if l == 0 {
 			continue
 		}

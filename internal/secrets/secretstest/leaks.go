@@ -14,7 +14,7 @@ import (
 
 // Leaks lists, by encoding, the forms of the secret value v found in out.
 // Each line of v (three characters or more, spaces aside: shorter ones
-// are not masked) as it is; JSON-escaped with and without HTML escapes,
+// are not masked; lines also end at YAML's other line breaks) as it is; JSON-escaped with and without HTML escapes,
 // and twice; Go-quoted; HTML-escaped; in a YAML double- and single-quoted
 // scalar. The whole value in standard and URL-safe base64, and the middle
 // of its base64 where v sits inside longer data. The forms come from the
@@ -26,7 +26,13 @@ func Leaks(out, v string) []string {
 			found = append(found, fmt.Sprintf("%s %q", name, form))
 		}
 	}
-	for _, l := range strings.Split(v, "\n") {
+	lines := strings.Split(v, "\n")
+	for _, l := range lines {
+		if pieces := strings.FieldsFunc(l, isOtherBreak); len(pieces) > 1 {
+			lines = append(lines, pieces...)
+		}
+	}
+	for _, l := range lines {
 		l = strings.TrimSpace(l)
 		if len(l) < 3 {
 			continue
@@ -49,7 +55,9 @@ func Leaks(out, v string) []string {
 			if dq, ok := yamlScalar(l, yamlv3.DoubleQuotedStyle); ok {
 				check("yaml-double-quoted", dq)
 			}
-			if sq, ok := yamlScalar(l, yamlv3.SingleQuotedStyle); ok {
+			// A single-quoted scalar breaks the line at U+2028 and the
+			// like, and indents what follows: the pieces are checked.
+			if sq, ok := yamlScalar(l, yamlv3.SingleQuotedStyle); ok && !strings.ContainsFunc(l, isOtherBreak) {
 				check("yaml-single-quoted", sq)
 			}
 		}
@@ -67,6 +75,10 @@ func Leaks(out, v string) []string {
 	}
 	return found
 }
+
+// isOtherBreak reports whether r is one of YAML's line breaks other than
+// the line feed.
+func isOtherBreak(r rune) bool { return r == '\r' || r == 0x85 || r == 0x2028 || r == 0x2029 }
 
 // yamlScalar is s as yaml.v3 writes it in a scalar of the style, without
 // the quotes.
