@@ -559,7 +559,7 @@ func (c *Client) applyWaves(ctx context.Context, toApply, desired []*object, opt
 			}
 		}
 		if wave > 0 {
-			if err := c.resolveDeferred(ctx, objs); err != nil {
+			if err := c.resolveDeferred(ctx, objs, opts.Timeout); err != nil {
 				return err
 			}
 		}
@@ -605,27 +605,37 @@ func (c *Client) applyWaves(ctx context.Context, toApply, desired []*object, opt
 	return nil
 }
 
-// resolveDeferred maps the objects whose CRD this run created.
-func (c *Client) resolveDeferred(_ context.Context, objs []*object) error {
-	reset := false
-	var errs []error
-	for _, o := range objs {
-		if o.mapping != nil {
-			continue
+// resolveDeferred maps the objects whose CRD this run created. A CRD is
+// Established a moment before the API server's discovery serves its kind,
+// so a kind that is not served yet is asked again until the timeout.
+func (c *Client) resolveDeferred(ctx context.Context, objs []*object, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c.mapper.Reset()
+		var errs []error
+		unknown := false
+		for _, o := range objs {
+			if o.mapping != nil {
+				continue
+			}
+			gvk := o.u.GroupVersionKind()
+			m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				unknown = unknown || meta.IsNoMatchError(err)
+				errs = append(errs, fmt.Errorf("%s: kind %s is still unknown after its CRD was applied: %w", o.id, gvk, err))
+				continue
+			}
+			o.mapping = m
 		}
-		if !reset {
-			c.mapper.Reset()
-			reset = true
+		if len(errs) == 0 || !unknown || time.Now().After(deadline) {
+			return errors.Join(errs...)
 		}
-		gvk := o.u.GroupVersionKind()
-		m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: kind %s is still unknown after its CRD was applied: %w", o.id, gvk, err))
-			continue
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
 		}
-		o.mapping = m
 	}
-	return errors.Join(errs...)
 }
 
 func union(inv *Inventory, desired []*object) ([]schema.GroupKind, []string) {
