@@ -18,8 +18,8 @@ build() { # name package
   CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags "-s -w $ver" -o "$BIN/$1.new" "$2"
   mv "$BIN/$1.new" "$BIN/$1"
 }
-"$BIN/kube-apiserver" --version 2>/dev/null | grep -q "Kubernetes $K8S" || build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-"$BIN/kubectl" version --client 2>/dev/null | grep -q "Client Version: $K8S" || build kubectl k8s.io/kubernetes/cmd/kubectl
-"$BIN/etcd" --version 2>/dev/null | grep -q "etcd Version: ${ETCD#v}" || build etcd go.etcd.io/etcd/server/v3
+"$BIN/kube-apiserver" --version 2>/dev/null | grep -c "Kubernetes $K8S" >/dev/null || build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+"$BIN/kubectl" version --client 2>/dev/null | grep -c "Client Version: $K8S" >/dev/null || build kubectl k8s.io/kubernetes/cmd/kubectl
+"$BIN/etcd" --version 2>/dev/null | grep -c "etcd Version: ${ETCD#v}" >/dev/null || build etcd go.etcd.io/etcd/server/v3
 "$BIN/kube-apiserver" --version
-"$BIN/etcd" --version | head -1
+"$BIN/etcd" --version | sed -n 1p

@@ -12,7 +12,7 @@ VERSION=v1.26.0
 mkdir -p "$BIN"
 DIR=$(cd / && go mod download -json "code.gitea.io/gitea@$VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -d "$DIR" ] || { echo "hack/gitea.sh: could not download code.gitea.io/gitea@$VERSION" >&2; exit 1; }
-if "$BIN/gitea" --version 2>/dev/null | grep -q "version ${VERSION#v}" && [ "$(cat "$BIN/gitea.root" 2>/dev/null)" = "$DIR" ]; then
+if "$BIN/gitea" --version 2>/dev/null | grep -c "version ${VERSION#v}" >/dev/null && [ "$(cat "$BIN/gitea.root" 2>/dev/null)" = "$DIR" ]; then
   exit 0
 fi
 echo "hack/gitea.sh: building gitea $VERSION" >&2

@@ -57,7 +57,7 @@ if [ "${#need[@]}" -gt 0 ]; then
 fi
 CRANE="$TESTBIN/crane"
 want_crane="$(go list -m -f '{{.Version}}' github.com/google/go-containerregistry)"
-if ! "$CRANE" version 2>/dev/null | grep -qx "$want_crane"; then
+if ! "$CRANE" version 2>/dev/null | grep -cx "$want_crane" >/dev/null; then
   say "building crane $want_crane into $TESTBIN"
   go build -trimpath -o "$CRANE" github.com/google/go-containerregistry/cmd/crane
 fi

@@ -9,7 +9,7 @@ mkdir -p "$BIN"
 
 KUSTOMIZE_VERSION=v5.8.1
 
-if ! "$BIN/kustomize" version 2>/dev/null | grep -q "$KUSTOMIZE_VERSION"; then
+if ! "$BIN/kustomize" version 2>/dev/null | grep -c "$KUSTOMIZE_VERSION" >/dev/null; then
   echo "hack/tools.sh: installing kustomize $KUSTOMIZE_VERSION into $BIN" >&2
   (cd / && GOFLAGS=-buildvcs=false GOBIN="$BIN" go install -ldflags "-X sigs.k8s.io/kustomize/api/provenance.version=kustomize/$KUSTOMIZE_VERSION" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION")
 fi
@@ -20,7 +20,7 @@ fi
 # leaves out, so the module is copied, given an empty manifests folder and
 # built. Cold: ~3 minutes on 2 cores.
 FLUX_VERSION=2.7.5
-if ! "$BIN/flux" version --client 2>/dev/null | grep -q "$FLUX_VERSION"; then
+if ! "$BIN/flux" version --client 2>/dev/null | grep -c "$FLUX_VERSION" >/dev/null; then
   echo "hack/tools.sh: building flux v$FLUX_VERSION into $BIN" >&2
   src=$(cd / && GOFLAGS=-mod=mod go mod download -json "github.com/fluxcd/flux2/v2@v$FLUX_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
   work=$(mktemp -d)
