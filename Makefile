@@ -6,7 +6,7 @@ TESTBIN := $(CURDIR)/.cache/testbin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build image example test tools controlplane gitea vet bench bench-render bench-discover bench-apply bench-diff bench-drift bench-scan registry crane clean
+.PHONY: build image example test tools controlplane gitea vet bench bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan registry crane clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ferry ./cmd/ferry
@@ -45,7 +45,7 @@ vet:
 test: tools controlplane gitea registry vet
 	FERRY_TESTBIN=$(TESTBIN) $(GO) test -count=1 ./...
 
-bench: bench-render bench-discover bench-apply bench-diff bench-drift bench-scan
+bench: bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan
 
 bench-render: build tools
 	bench/render.sh
@@ -55,6 +55,12 @@ bench-render: build tools
 # cluster roots (the floor: the roots alone).
 bench-discover: build tools
 	bench/discover.sh
+
+# Hostile-input benchmark: an alias bomb and a 200 MB file through ferry
+# render and kustomize build (wall time, exit, peak RSS), and how fast
+# ferry exits on SIGTERM during a large render.
+bench-hostile: build tools
+	bench/hostile.sh
 
 # Diff benchmark: ferry diff of two pull requests on a 100-overlay repo
 # against checking out both revisions, kustomize build of every overlay at

@@ -32,6 +32,10 @@ import (
 // case gives ferry (and no temp file was left), and that the decrypted
 // value appears in no output stream or file in any of its encodings.
 
+// maxExhaustRSSKiB bounds the peak resident set of a run on an input
+// built to exhaust memory (an alias bomb, a 200 MB file): 1 GiB.
+const maxExhaustRSSKiB = 1 << 20
+
 // hostileCanary is the plaintext of the corpus repos' SOPS Secret: the
 // characters encoders change (& < > " \ tab) around a unique word.
 const hostileCanary = "pw&<>\"\\\tq-hostile-canary-5e1f"
@@ -267,6 +271,11 @@ func TestHostileInputs(t *testing.T) {
 				code = ee.ExitCode()
 			} else if err != nil {
 				t.Fatal(err)
+			}
+			// Inputs built to exhaust the runner fail within a bounded
+			// peak resident set (Linux reports Maxrss in KiB).
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && hc.class == "exhaust" && ru.Maxrss > maxExhaustRSSKiB {
+				t.Errorf("peak RSS %d MiB, want under %d MiB", ru.Maxrss>>10, maxExhaustRSSKiB>>10)
 			}
 			want := exitError
 			if hc.succeeds {
