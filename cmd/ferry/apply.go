@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -106,7 +107,18 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	if err != nil {
 		return err
 	}
-	// Invariant 1: everything renders before anything is sent.
+	// Invariant 1: everything resolves and renders before anything is
+	// sent. A selected target that depends on one that cannot be resolved
+	// cannot be applied in order either.
+	var blocked []error
+	for _, t := range targets {
+		if err := repo.Blocked(t); err != nil {
+			blocked = append(blocked, err)
+		}
+	}
+	if len(blocked) > 0 {
+		return fmt.Errorf("nothing was applied: %w", errors.Join(blocked...))
+	}
 	results, err := repo.RenderAll(ctx, targets)
 	if err != nil {
 		return fmt.Errorf("nothing was applied: %w", err)

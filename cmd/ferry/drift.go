@@ -167,6 +167,10 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	reports := make([]*drift.Report, len(targets))
 	objs := make([][]*unstructured.Unstructured, len(targets))
 	for i, t := range targets {
+		if err := repo.Blocked(t); err != nil {
+			reports[i] = drift.ErrorReport(t.Name, err)
+			continue
+		}
 		res, err := repo.Render(ctx, t)
 		if err != nil {
 			reports[i] = drift.ErrorReport(t.Name, err)

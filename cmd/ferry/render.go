@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -67,7 +68,7 @@ object).`,
 	f := cmd.Flags()
 	f.StringVar(&o.repo, "repo", ".", "repository root")
 	f.StringVarP(&o.outDir, "output-dir", "o", "", "write one file per object under `DIR`/<target>/ instead of printing")
-	f.BoolVar(&o.list, "list", false, "list the targets found, where each came from, and those skipped")
+	f.BoolVar(&o.list, "list", false, "list the targets found, their state, where each came from, and those skipped (decrypts nothing)")
 	f.StringVar(&o.format, "format", "text", "format of --list: text or json")
 	f.BoolVar(&o.noDecrypt, "no-decrypt", false, "leave SOPS-encrypted Secrets out instead of decrypting them")
 	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
@@ -104,8 +105,10 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 	if o.format != "text" && o.format != "json" {
 		return fmt.Errorf("--format %q: want text or json", o.format)
 	}
-	opts := render.Options{NoDecrypt: o.noDecrypt, AllowRemoteBases: o.allowRemoteBases}
-	if !o.noDecrypt {
+	// --list reads no secret: each target's state is that of a render
+	// with encrypted Secrets left out, so listing needs no key.
+	opts := render.Options{NoDecrypt: o.noDecrypt || o.list, AllowRemoteBases: o.allowRemoteBases}
+	if !opts.NoDecrypt {
 		d, err := e.decryptor()
 		if err != nil {
 			return err
@@ -117,7 +120,7 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 		return err
 	}
 	if o.list {
-		return printTargets(e, repo, o.format)
+		return printTargets(ctx, e, repo, o.format)
 	}
 	targets, err := repo.Select(args)
 	if err != nil {
@@ -236,7 +239,20 @@ func trustedBase(path string) (base, rel string, err error) {
 	return base, filepath.Base(abs), nil
 }
 
-func printTargets(e *env, repo *config.Repo, format string) error {
+// printTargets lists every target with its state: "ok", or "error" and
+// the reason (a dependsOn that names no target, a cycle, a render that
+// fails). A failed target fails only the commands that select it, so the
+// listing itself succeeds.
+func printTargets(ctx context.Context, e *env, repo *config.Repo, format string) error {
+	states := make([]string, len(repo.Targets))
+	for i, t := range repo.Targets {
+		if err := repo.State(ctx, t); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			states[i] = e.masker.Mask(strings.TrimSpace(err.Error()))
+		}
+	}
 	if format == "json" {
 		type target struct {
 			Name            string   `json:"name"`
@@ -246,26 +262,33 @@ func printTargets(e *env, repo *config.Repo, format string) error {
 			TargetNamespace string   `json:"targetNamespace,omitempty"`
 			DependsOn       []string `json:"dependsOn,omitempty"`
 			Origin          string   `json:"origin"`
+			State           string   `json:"state"`
+			Error           string   `json:"error,omitempty"`
 		}
 		out := struct {
 			Targets  []target         `json:"targets"`
 			Skipped  []config.Skipped `json:"skipped,omitempty"`
 			Clusters []config.Cluster `json:"clusters,omitempty"`
 		}{Targets: []target{}, Skipped: repo.Skipped, Clusters: repo.Clusters}
-		for _, t := range repo.Targets {
-			out.Targets = append(out.Targets, target{t.Name, t.Cluster, t.Path, t.Prune, t.TargetNamespace, t.DependsOn, t.Origin})
+		for i, t := range repo.Targets {
+			out.Targets = append(out.Targets, target{t.Name, t.Cluster, t.Path, t.Prune, t.TargetNamespace, t.DependsOn, t.Origin, state(states[i]), states[i]})
 		}
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TARGET\tCLUSTER\tPATH\tPRUNE\tDEPENDS ON\tFROM")
-	for _, t := range repo.Targets {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\t%s\n", cell(t.Name), cell(dash(t.Cluster)), cell(t.Path), t.Prune, cell(dash(strings.Join(t.DependsOn, ","))), cell(t.Origin))
+	fmt.Fprintln(w, "TARGET\tCLUSTER\tPATH\tPRUNE\tDEPENDS ON\tSTATE\tFROM")
+	for i, t := range repo.Targets {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\t%s\t%s\n", cell(t.Name), cell(dash(t.Cluster)), cell(t.Path), t.Prune, cell(dash(strings.Join(t.DependsOn, ","))), state(states[i]), cell(t.Origin))
 	}
 	if err := w.Flush(); err != nil {
 		return err
+	}
+	for i, t := range repo.Targets {
+		if states[i] != "" {
+			fmt.Fprintf(e.stdout, "error %s: %s\n", cell(t.Name), cell(states[i]))
+		}
 	}
 	for _, s := range repo.Skipped {
 		name := s.Name
@@ -275,6 +298,14 @@ func printTargets(e *env, repo *config.Repo, format string) error {
 		fmt.Fprintf(e.stdout, "skipped %s (%s): %s\n", cell(name), cell(s.Origin), cell(s.Reason))
 	}
 	return nil
+}
+
+// state is a target's state in --list: ok, or error with the reason.
+func state(reason string) string {
+	if reason == "" {
+		return "ok"
+	}
+	return "error"
 }
 
 // cell is s as one cell of the --list table: quoted, escapes and all, when

@@ -14,8 +14,10 @@ func TestRenderListRowsCannotBeForged(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}
+	// The path does not exist, so the target is listed with its error,
+	// which names the path quoted too.
 	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[1], `"app\nevil\tapps\ttrue"`) {
-		t.Errorf("want a header and one row with the path quoted, got:\n%s", res.stdout)
+	if len(lines) != 3 || !strings.Contains(lines[1], `"app\nevil\tapps\ttrue"`) || !strings.HasPrefix(lines[2], "error app: ") {
+		t.Errorf("want a header, one row with the path quoted and one error line, got:\n%s", res.stdout)
 	}
 }

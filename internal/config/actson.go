@@ -22,6 +22,18 @@ func ActsOn(u *unstructured.Unstructured) string {
 		case "GitRepository", "OCIRepository", "Bucket":
 			return "Flux source, which ferry resolves itself; the cluster has no Flux CRDs"
 		}
+	case SourceExtensionsGroup:
+		switch gvk.Kind {
+		case "ArtifactGenerator", "ExternalArtifact":
+			return "Flux artifact source, which ferry resolves itself; the cluster has no Flux CRDs"
+		}
+	case OperatorGroup:
+		switch gvk.Kind {
+		case "FluxInstance":
+			return "Flux Operator instance, whose sync ferry does itself; the cluster has no Flux Operator CRDs"
+		case "ResourceSet", "ResourceSetInputProvider":
+			return "Flux Operator " + gvk.Kind + ", not handled by ferry yet; the cluster has no Flux Operator CRDs"
+		}
 	case ImageGroup:
 		switch gvk.Kind {
 		case "ImageRepository", "ImagePolicy", "ImageUpdateAutomation":

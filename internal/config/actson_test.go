@@ -19,12 +19,18 @@ func TestActsOn(t *testing.T) {
 		{"image.toolkit.fluxcd.io/v1", "ImageRepository", true},
 		{"image.toolkit.fluxcd.io/v1beta2", "ImagePolicy", true},
 		{"image.toolkit.fluxcd.io/v1", "ImageUpdateAutomation", true},
+		{"source.extensions.fluxcd.io/v1beta1", "ArtifactGenerator", true},
+		{"source.extensions.fluxcd.io/v1beta1", "ExternalArtifact", true},
+		{"fluxcd.controlplane.io/v1", "FluxInstance", true},
+		{"fluxcd.controlplane.io/v1", "ResourceSet", true},
+		{"fluxcd.controlplane.io/v1", "ResourceSetInputProvider", true},
 		// Flux objects ferry does not do the work of: a cluster without
 		// their CRDs is an error, as for any unknown kind.
 		{"helm.toolkit.fluxcd.io/v2", "HelmRelease", false},
 		{"source.toolkit.fluxcd.io/v1", "HelmRepository", false},
 		{"notification.toolkit.fluxcd.io/v1beta3", "Alert", false},
 		{"kustomize.config.k8s.io/v1beta1", "Kustomization", false},
+		{"fluxcd.controlplane.io/v1", "FluxReport", false},
 		{"v1", "ConfigMap", false},
 	} {
 		u := &unstructured.Unstructured{}

@@ -26,7 +26,7 @@ type clusterRoot struct {
 // render is searched again. Kustomization objects in files that no root
 // reaches are targets too, found by a plain file scan.
 func (r *Repo) discover(ctx context.Context) error {
-	objs, err := scanFluxObjects(r.Root)
+	objs, inc, err := scanRepo(r.Root)
 	if err != nil {
 		return err
 	}
@@ -39,10 +39,7 @@ func (r *Repo) discover(ctx context.Context) error {
 	byKey := map[string]*Target{} // cluster/namespace/name
 
 	add := func(cluster string, ks *unstructured.Unstructured, origin string) *Target {
-		ns := ks.GetNamespace()
-		if ns == "" {
-			ns = DefaultNamespace
-		}
+		ns := namespaceOr(ks.GetNamespace())
 		key := cluster + "/" + ns + "/" + ks.GetName()
 		if _, dup := byKey[key]; dup {
 			return nil
@@ -97,15 +94,25 @@ func (r *Repo) discover(ctx context.Context) error {
 	for _, root := range roots {
 		r.Clusters = append(r.Clusters, root.Cluster)
 		rootKs := syntheticKustomization(root.Name, root.Path)
+		dir := r.Root
 		if root.sync != nil {
 			rootKs = root.sync.Object.DeepCopy()
+			// The root renders from its sync source: this repository, or
+			// a folder ferry.yaml maps it to. One ferry cannot reach
+			// leaves the cluster's Kustomizations to the file scan.
+			sync := &Target{Namespace: namespaceOr(rootKs.GetNamespace()), Kustomization: rootKs}
+			if reason := r.resolveSource(sync, self); reason != "" {
+				r.Skipped = append(r.Skipped, Skipped{Name: rootKs.GetName(), Cluster: root.Name, Origin: root.Origin, Reason: "cluster root " + root.Path + ": " + reason})
+				continue
+			}
+			dir = sync.Root
 		}
-		res, err := render.Build(ctx, render.Spec{Name: "cluster root " + root.Path, Root: r.Root, Kustomization: rootKs}, r.opts)
+		res, err := render.Build(ctx, render.Spec{Name: "cluster root " + root.Path, Root: dir, Kustomization: rootKs}, r.opts)
 		if err != nil {
 			return fmt.Errorf("discovering targets of cluster %q: %w", root.Name, err)
 		}
 		r.rootVars[root.Name] = substitutionSources(res.Set.Objects)
-		idx.markRead(reached, res.Files)
+		idx.markRead(reached, r.repoFiles(dir, res.Files))
 		for _, o := range res.Set.Objects {
 			if !isKustomization(o) || (root.sync != nil && o.GetName() == root.sync.Object.GetName() && o.GetNamespace() == root.sync.Object.GetNamespace()) {
 				continue
@@ -122,9 +129,7 @@ func (r *Repo) discover(ctx context.Context) error {
 		if err != nil {
 			continue // reported when the target is rendered
 		}
-		if t.Root == r.Root {
-			idx.markRead(reached, res.Files)
-		}
+		idx.markRead(reached, res.Files) // repository-relative (Repo.Render)
 		for _, o := range res.Set.Objects {
 			if isKustomization(o) {
 				if c := add(t.Cluster, o, origin(t.Cluster, o, t.Name)); c != nil {
@@ -139,14 +144,40 @@ func (r *Repo) discover(ctx context.Context) error {
 		if isSyncOf(k.FluxObject, roots) || reached[k.where] {
 			continue
 		}
-		add(k.cluster, k.Object.DeepCopy(), k.where)
+		obj := k.Object.DeepCopy()
+		// As the kustomization that includes the file would build it.
+		if ns := inc.namespaceOf(k.File); ns != "" {
+			obj.SetNamespace(ns)
+		}
+		add(k.cluster, obj, k.where)
 	}
+	r.skipUnhandled(objs, roots)
 	r.nameTargets()
 	if err := checkDiscoveredNames(r.Targets, r.Skipped); err != nil {
 		return err
 	}
 	r.forgetDiscoveryRenders()
 	return nil
+}
+
+// unhandled says why ferry does not render a Flux object that makes
+// deployable objects of its own, "" for any other object.
+func unhandled(u *unstructured.Unstructured) string {
+	gvk := u.GroupVersionKind()
+	if gvk.Group == OperatorGroup && (gvk.Kind == "ResourceSet" || gvk.Kind == "ResourceSetInputProvider") {
+		return "Flux Operator " + gvk.Kind + " is not handled yet: the objects it generates are not rendered, diffed or applied by ferry"
+	}
+	return ""
+}
+
+// skipUnhandled lists the objects of the file scan that ferry does not
+// render, so a user sees what a push run leaves out.
+func (r *Repo) skipUnhandled(objs []FluxObject, roots []clusterRoot) {
+	for _, o := range objs {
+		if reason := unhandled(o.Object); reason != "" {
+			r.Skipped = append(r.Skipped, Skipped{Name: o.Object.GetName(), Cluster: clusterOfFile(o.File, roots), Origin: o.Where(), Reason: reason})
+		}
+	}
 }
 
 // forgetDiscoveryRenders drops what discovery's renders cannot be trusted
@@ -240,6 +271,18 @@ func findClusterRoots(root string, objs []FluxObject) []clusterRoot {
 		covered[p] = true
 		roots = append(roots, clusterRoot{Cluster: Cluster{Name: path.Base(p), Path: p, Origin: o.Where()}, sync: o})
 	}
+	// A Flux Operator FluxInstance declares its cluster's sync itself.
+	for _, o := range objs {
+		if sync := instanceSync(o); sync != nil {
+			p, _, _ := unstructured.NestedString(sync.Object.Object, "spec", "path")
+			p = path.Clean(strings.TrimPrefix(p, "./"))
+			if p == "." || covered[p] {
+				continue
+			}
+			covered[p] = true
+			roots = append(roots, clusterRoot{Cluster: Cluster{Name: path.Base(p), Path: p, Origin: o.Where()}, sync: sync})
+		}
+	}
 	entries, _ := os.ReadDir(filepath.Join(root, "clusters"))
 	for _, e := range entries {
 		p := "clusters/" + e.Name()
@@ -250,6 +293,44 @@ func findClusterRoots(root string, objs []FluxObject) []clusterRoot {
 	}
 	sort.Slice(roots, func(i, j int) bool { return roots[i].Name < roots[j].Name })
 	return roots
+}
+
+// instanceSync is the sync Kustomization the Flux Operator makes of a
+// FluxInstance's spec.sync (named spec.sync.name, or the instance's
+// namespace, over a source of spec.sync.kind with that name), or nil for
+// any other object.
+func instanceSync(o FluxObject) *FluxObject {
+	gvk := o.Object.GroupVersionKind()
+	if gvk.Group != OperatorGroup || gvk.Kind != "FluxInstance" {
+		return nil
+	}
+	sync := map[string]string{}
+	for _, f := range []string{"kind", "name", "path"} {
+		sync[f], _, _ = unstructured.NestedString(o.Object.Object, "spec", "sync", f)
+	}
+	if sync["path"] == "" {
+		return nil
+	}
+	ns := namespaceOr(o.Object.GetNamespace())
+	name := sync["name"]
+	if name == "" {
+		name = ns
+	}
+	kind := sync["kind"]
+	if kind == "" {
+		kind = "GitRepository"
+	}
+	ks := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": KustomizeGroup + "/v1",
+		"kind":       "Kustomization",
+		"metadata":   map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{
+			"path":      "./" + strings.TrimPrefix(path.Clean(strings.TrimPrefix(sync["path"], "./")), "/"),
+			"prune":     true,
+			"sourceRef": map[string]any{"kind": kind, "name": name},
+		},
+	}}
+	return &FluxObject{Object: ks, File: o.File, Line: o.Line}
 }
 
 func clusterOfFile(file string, roots []clusterRoot) string {
@@ -313,24 +394,40 @@ func (r *Repo) resolveSource(t *Target, self map[string]bool) string {
 		ns = t.Namespace
 	}
 	id := kind + "/" + ns + "/" + ref["name"]
-	if kind != "GitRepository" {
-		return "source " + id + ": source kind " + kind + " is not supported yet"
-	}
-	if self[ref["name"]] {
+	if kind == "GitRepository" && self[ref["name"]] {
 		t.Root = r.Root
 		return ""
 	}
 	if r.File != nil {
-		if p, ok := r.File.Sources[ref["name"]]; ok {
+		key, p, ok := kind+"/"+ref["name"], "", false
+		if p, ok = r.File.Sources[key]; !ok && kind == "GitRepository" {
+			key = ref["name"]
+			p, ok = r.File.Sources[key]
+		}
+		if ok {
 			dir := filepath.Join(r.Root, filepath.FromSlash(p))
 			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-				return fmt.Sprintf("source %s: ferry.yaml says it is checked out at %s, which is not a directory", id, p)
+				return fmt.Sprintf("source %s: ferry.yaml sources %q says it is at %s, which is not a directory", id, key, p)
 			}
 			t.Root = dir
 			return ""
 		}
 	}
-	return "source " + id + " is another repository: check it out beside this one and name it in ferry.yaml sources"
+	switch kind {
+	case "GitRepository":
+		return fmt.Sprintf("source %s is another repository: check it out beside this one and add it to ferry.yaml: sources: {%s: ../<checkout>}", id, ref["name"])
+	case "OCIRepository", "Bucket":
+		return fmt.Sprintf("source %s is an artifact ferry does not fetch: if CI builds it from a folder of this repository, add it to ferry.yaml: sources: {%s/%s: ./<folder>}", id, kind, ref["name"])
+	}
+	return "source " + id + ": source kind " + kind + " is not supported yet"
+}
+
+// namespaceOr is ns, or DefaultNamespace when ns is empty.
+func namespaceOr(ns string) string {
+	if ns == "" {
+		return DefaultNamespace
+	}
+	return ns
 }
 
 func dependsOn(ks *unstructured.Unstructured) []Dependency {

@@ -330,8 +330,7 @@ func TestDiscoverDependsOn(t *testing.T) {
 		dir := writeTree(t, map[string]string{
 			"clusters/staging/apps.yaml": fluxKustomization("apps", "apps", "  dependsOn:\n    - name: infra\n"),
 		})
-		_, err := config.Load(t.Context(), dir, render.Options{})
-		wantError(t, err, `target "apps"`, "clusters/staging/apps.yaml:1", `dependsOn "infra"`)
+		wantError(t, mustTarget(t, load(t, dir), "apps").Err, `target "apps"`, "clusters/staging/apps.yaml:1", `dependsOn "infra"`)
 	})
 	t.Run("dependency in another namespace", func(t *testing.T) {
 		t.Parallel()
@@ -339,8 +338,7 @@ func TestDiscoverDependsOn(t *testing.T) {
 			"clusters/staging/apps.yaml":  fluxKustomization("apps", "apps", "  dependsOn:\n    - name: infra\n      namespace: platform\n"),
 			"clusters/staging/infra.yaml": fluxKustomization("infra", "infra", ""),
 		})
-		_, err := config.Load(t.Context(), dir, render.Options{})
-		wantError(t, err, `target "apps"`, `dependsOn "infra"`)
+		wantError(t, mustTarget(t, load(t, dir), "apps").Err, `target "apps"`, `dependsOn "infra" (namespace platform)`)
 	})
 	t.Run("dependsOn without a namespace means the dependent's own namespace", func(t *testing.T) {
 		t.Parallel()
@@ -357,8 +355,7 @@ func TestDiscoverDependsOn(t *testing.T) {
 			"clusters/staging/apps.yaml":  fluxKustomizationIn("team-a", "apps", "apps", "  dependsOn:\n    - name: infra\n"),
 			"clusters/staging/infra.yaml": fluxKustomizationIn("team-b", "infra", "infra", ""),
 		})
-		_, err := config.Load(t.Context(), dir, render.Options{})
-		wantError(t, err, `target "apps"`, `dependsOn "infra"`)
+		wantError(t, mustTarget(t, load(t, dir), "apps").Err, `target "apps"`, `dependsOn "infra" (namespace team-a)`)
 	})
 	t.Run("cycle", func(t *testing.T) {
 		t.Parallel()
@@ -366,8 +363,9 @@ func TestDiscoverDependsOn(t *testing.T) {
 			"clusters/staging/a.yaml": fluxKustomization("a", "x", "  dependsOn:\n    - name: b\n"),
 			"clusters/staging/b.yaml": fluxKustomization("b", "x", "  dependsOn:\n    - name: a\n"),
 		})
-		_, err := config.Load(t.Context(), dir, render.Options{})
-		wantError(t, err, "dependsOn cycle", "a -> b -> a")
+		repo := load(t, dir)
+		wantError(t, mustTarget(t, repo, "a").Err, "dependsOn cycle", "a -> b -> a")
+		wantError(t, mustTarget(t, repo, "b").Err, "dependsOn cycle", "a -> b -> a")
 	})
 }
 
@@ -479,7 +477,7 @@ spec:
 	}
 	ociSkipped := config.Skipped{
 		Name: "podinfo", Cluster: "staging", Origin: "clusters/staging/podinfo.yaml:1",
-		Reason: "source OCIRepository/flux-system/podinfo: source kind OCIRepository is not supported yet",
+		Reason: "source OCIRepository/flux-system/podinfo is an artifact ferry does not fetch: if CI builds it from a folder of this repository, add it to ferry.yaml: sources: {OCIRepository/podinfo: ./<folder>}",
 	}
 
 	t.Run("another repository without ferry.yaml sources is skipped", func(t *testing.T) {
@@ -491,7 +489,7 @@ spec:
 		want := []config.Skipped{
 			{
 				Name: "shop", Cluster: "staging", Origin: "clusters/staging/shop.yaml:12",
-				Reason: "source GitRepository/flux-system/app-repo is another repository: check it out beside this one and name it in ferry.yaml sources",
+				Reason: "source GitRepository/flux-system/app-repo is another repository: check it out beside this one and add it to ferry.yaml: sources: {app-repo: ../<checkout>}",
 			},
 			ociSkipped,
 		}
@@ -499,9 +497,9 @@ spec:
 			t.Errorf("Skipped (-want +got):\n%s", diff)
 		}
 		_, err := repo.Target("shop")
-		wantError(t, err, `target "shop" is skipped`, "ferry.yaml sources")
+		wantError(t, err, `target "shop" is skipped`, "sources: {app-repo: ../<checkout>}")
 		_, err = repo.Target("staging/podinfo")
-		wantError(t, err, `target "staging/podinfo" is skipped`, "not supported")
+		wantError(t, err, `target "staging/podinfo" is skipped`, "sources: {OCIRepository/podinfo: ./<folder>}")
 	})
 
 	t.Run("ferry.yaml sources names where it is checked out", func(t *testing.T) {
@@ -538,7 +536,7 @@ spec:
 				reason = s.Reason
 			}
 		}
-		want := "source GitRepository/flux-system/app-repo: ferry.yaml says it is checked out at ../not-checked-out, which is not a directory"
+		want := `source GitRepository/flux-system/app-repo: ferry.yaml sources "app-repo" says it is at ../not-checked-out, which is not a directory`
 		if reason != want {
 			t.Errorf("shop skipped because %q, want %q", reason, want)
 		}

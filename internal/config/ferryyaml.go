@@ -28,8 +28,11 @@ const FileName = "ferry.yaml"
 type File struct {
 	// Targets, when present, replace discovery from Flux objects.
 	Targets []TargetConfig `json:"targets,omitempty" yaml:"targets,omitempty"`
-	// Sources maps a Flux source name (a GitRepository other than this
-	// repository) to a path where that repository is checked out.
+	// Sources maps a Flux source to the folder that holds its content: a
+	// bare name is a GitRepository other than this repository, checked out
+	// there; Kind/name (GitRepository, OCIRepository or Bucket) names any
+	// source, such as the OCIRepository CI pushes from a folder of this
+	// repository with flux push artifact.
 	Sources map[string]string `json:"sources,omitempty" yaml:"sources,omitempty"`
 	// Clusters maps a cluster name to how ferry reaches it.
 	Clusters map[string]ClusterConfig `json:"clusters,omitempty" yaml:"clusters,omitempty"`
@@ -220,9 +223,12 @@ func ParseFile(data []byte) (*File, error) {
 	} else if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %s", FileName, yamlMessage(err))
 	}
-	for name, p := range f.Sources {
-		if strings.TrimSpace(p) == "" {
+	for _, name := range slices.Sorted(maps.Keys(f.Sources)) {
+		if strings.TrimSpace(f.Sources[name]) == "" {
 			return nil, fmt.Errorf("%s: sources: %q has no path", FileName, name)
+		}
+		if err := checkSourceKey(name); err != nil {
+			return nil, fmt.Errorf("%s: sources: %q: %w", FileName, name, err)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.Clusters)) {
@@ -365,10 +371,26 @@ func joinField(at, key string) string {
 	return at + "." + key
 }
 
-// checkSources refuses a source that is the repository itself or a folder
-// that holds it (after following symlinks): with sources: {x: ..} a pull
-// request could render any file of the runner's workspace. A source is
-// another repository, checked out beside this one (or inside it).
+// sourceKinds are the Flux source kinds a sources: key may name.
+var sourceKinds = []string{"GitRepository", "OCIRepository", "Bucket"}
+
+// checkSourceKey accepts a bare source name or Kind/name.
+func checkSourceKey(key string) error {
+	kind, name, qualified := strings.Cut(key, "/")
+	if !qualified {
+		name = key
+	} else if !slices.Contains(sourceKinds, kind) {
+		return fmt.Errorf("source kind %q: want one of %s", kind, strings.Join(sourceKinds, ", "))
+	}
+	return checkNamePart(name)
+}
+
+// checkSources refuses a source that holds the repository (after
+// following symlinks): with sources: {x: ..} a pull request could render
+// any file of the runner's workspace. A bare name (another GitRepository)
+// must not be this repository either; an artifact source named with its
+// kind (OCIRepository/flux-system) may be built from this repository or
+// one of its folders.
 func checkSources(root string, sources map[string]string) error {
 	repo, err := filepath.EvalSymlinks(root)
 	if err != nil {
@@ -383,6 +405,9 @@ func checkSources(root string, sources map[string]string) error {
 		rel, err := filepath.Rel(dir, repo)
 		if err != nil {
 			continue
+		}
+		if rel == "." && strings.Contains(name, "/") {
+			continue // an artifact built from the whole repository
 		}
 		if rel == "." || rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 			return fmt.Errorf("%s: sources: %q: %q is this repository or a folder that holds it; a source is another repository, checked out beside this one", FileName, name, p)

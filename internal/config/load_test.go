@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,53 +158,90 @@ func assertDependencyOrder(t *testing.T, repo *config.Repo) {
 	}
 }
 
+// A dependsOn that cannot be resolved is an error of the target that
+// declares it (and, for a cycle, of every target in it), never of the
+// repository: Load succeeds, the other targets are fine, and a target
+// that only depends on a broken one is blocked (for apply) but renders.
 func TestLoadDependsOnErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name string
-		yaml string
-		want []string
+		name    string
+		yaml    string
+		broken  []string // targets whose own Err holds want
+		blocked []string // targets without an error of their own that cannot be applied
+		fine    []string
+		want    []string
 	}{
 		{
-			name: "unknown dependency",
-			yaml: "targets:\n  - {name: app, path: x, dependsOn: [infra]}\n",
+			name:   "unknown dependency",
+			yaml:   "targets:\n  - {name: app, path: x, dependsOn: [infra]}\n  - {name: other, path: x}\n",
+			broken: []string{"app"}, fine: []string{"other"},
 			want: []string{`target "app"`, "ferry.yaml targets[0]", `dependsOn "infra"`, "not a target"},
 		},
 		{
-			name: "cycle of two",
-			yaml: "targets:\n  - {name: a, path: x, dependsOn: [b]}\n  - {name: b, path: x, dependsOn: [a]}\n",
-			want: []string{"dependsOn cycle", "a -> b -> a"},
+			name:   "cycle of two",
+			yaml:   "targets:\n  - {name: a, path: x, dependsOn: [b]}\n  - {name: b, path: x, dependsOn: [a]}\n",
+			broken: []string{"a", "b"},
+			want:   []string{"dependsOn cycle", "a -> b -> a"},
 		},
 		{
-			name: "cycle of three, entered from outside",
-			yaml: "targets:\n  - {name: a, path: x, dependsOn: [b]}\n  - {name: b, path: x, dependsOn: [c]}\n  - {name: c, path: x, dependsOn: [d]}\n  - {name: d, path: x, dependsOn: [b]}\n",
-			want: []string{"dependsOn cycle", "b -> c -> d -> b"},
+			name:    "cycle of three, entered from outside",
+			yaml:    "targets:\n  - {name: a, path: x, dependsOn: [b]}\n  - {name: b, path: x, dependsOn: [c]}\n  - {name: c, path: x, dependsOn: [d]}\n  - {name: d, path: x, dependsOn: [b]}\n  - {name: e, path: x}\n",
+			broken:  []string{"b", "c", "d"},
+			blocked: []string{"a"},
+			fine:    []string{"e"},
+			want:    []string{"dependsOn cycle", "b -> c -> d -> b"},
 		},
 		{
-			name: "depends on itself",
-			yaml: "targets:\n  - {name: a, path: x, dependsOn: [a]}\n",
-			want: []string{`target "a"`, `dependsOn "a"`},
+			name:   "depends on itself",
+			yaml:   "targets:\n  - {name: a, path: x, dependsOn: [a]}\n",
+			broken: []string{"a"},
+			want:   []string{`target "a"`, `dependsOn "a"`},
 		},
 		{
-			name: "dependency in another cluster",
-			yaml: "targets:\n  - {name: app, cluster: prod, path: x, dependsOn: [infra]}\n  - {name: infra, cluster: staging, path: x}\n",
+			name:   "dependency in another cluster",
+			yaml:   "targets:\n  - {name: app, cluster: prod, path: x, dependsOn: [infra]}\n  - {name: infra, cluster: staging, path: x}\n",
+			broken: []string{"app"}, fine: []string{"infra"},
 			want: []string{`target "app"`, `dependsOn "infra"`, "not a target"},
 		},
 		{
-			name: "dependency in another namespace",
-			yaml: "targets:\n  - {name: app, path: x, dependsOn: [{name: infra, namespace: other}]}\n  - {name: infra, path: x}\n",
-			want: []string{`target "app"`, `dependsOn "infra"`, "not a target"},
+			name:   "dependency in another namespace",
+			yaml:   "targets:\n  - {name: app, path: x, dependsOn: [{name: infra, namespace: other}]}\n  - {name: infra, path: x}\n",
+			broken: []string{"app"}, fine: []string{"infra"},
+			want: []string{`target "app"`, `dependsOn "infra" (namespace other)`, "not a target"},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := writeTree(t, map[string]string{"ferry.yaml": tc.yaml})
-			repo, err := config.Load(t.Context(), dir, render.Options{})
-			if repo != nil {
-				t.Errorf("Load returned a repo along with the error")
+			dir := writeTree(t, map[string]string{"ferry.yaml": tc.yaml, "x/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n"})
+			repo := load(t, dir)
+			for _, n := range tc.broken {
+				tg := mustTarget(t, repo, n)
+				wantError(t, tg.Err, tc.want...)
+				_, err := repo.Render(t.Context(), tg)
+				wantError(t, err, tc.want...)
+				wantError(t, repo.Blocked(tg), tc.want...)
 			}
-			wantError(t, err, tc.want...)
+			for _, n := range tc.blocked {
+				tg := mustTarget(t, repo, n)
+				if tg.Err != nil {
+					t.Errorf("target %s: own error %v, want none", n, tg.Err)
+				}
+				if _, err := repo.Render(t.Context(), tg); err != nil {
+					t.Errorf("target %s does not render: %v", n, err)
+				}
+				wantError(t, repo.Blocked(tg), fmt.Sprintf("target %q depends on", n), "dependsOn cycle")
+			}
+			for _, n := range tc.fine {
+				tg := mustTarget(t, repo, n)
+				if err := repo.Blocked(tg); err != nil {
+					t.Errorf("target %s: %v, want no error", n, err)
+				}
+				if _, err := repo.Render(t.Context(), tg); err != nil {
+					t.Errorf("target %s does not render: %v", n, err)
+				}
+			}
 		})
 	}
 }

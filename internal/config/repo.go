@@ -48,6 +48,10 @@ type Target struct {
 	// Kustomization is the Flux Kustomization object (as patched by the
 	// render that produced it, or synthesized from ferry.yaml).
 	Kustomization *unstructured.Unstructured
+	// Err is why the target cannot be resolved (a dependsOn that names
+	// no target, a dependsOn cycle): an error of this target only. Render
+	// returns it; Blocked reports it for the targets that depend on it.
+	Err error
 
 	deps []Dependency
 }
@@ -116,9 +120,7 @@ func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) 
 	} else if err := r.discover(ctx); err != nil {
 		return nil, err
 	}
-	if err := r.resolveDependencies(); err != nil {
-		return nil, err
-	}
+	r.resolveDependencies()
 	return r, nil
 }
 
@@ -193,6 +195,9 @@ func (r *Repo) spec(t *Target) render.Spec {
 
 // Render renders a target once and caches the result (or the error).
 func (r *Repo) Render(ctx context.Context, t *Target) (*render.Result, error) {
+	if t.Err != nil {
+		return nil, t.Err
+	}
 	if res, ok := r.results[t]; ok {
 		return res, nil
 	}
@@ -207,8 +212,36 @@ func (r *Repo) Render(ctx context.Context, t *Target) (*render.Result, error) {
 		return nil, err
 	}
 	res.Name = t.Name
+	res.Files = r.repoFiles(t.Root, res.Files)
+	res.Encrypted = r.repoFiles(t.Root, res.Encrypted)
 	r.results[t] = res
 	return res, nil
+}
+
+// within is the folder dir relative to the repository ("." for the
+// repository itself), or false when dir is outside it (another checkout).
+func (r *Repo) within(dir string) (string, bool) {
+	rel, err := filepath.Rel(r.Root, dir)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// repoFiles makes paths relative to dir (a render's root) relative to the
+// repository, when dir is a folder of it: a source mapped to a folder of
+// this repository reads files a change of the repository names so.
+// Paths under another checkout stay relative to it.
+func (r *Repo) repoFiles(dir string, files []string) []string {
+	rel, ok := r.within(dir)
+	if !ok || rel == "." {
+		return files
+	}
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = rel + "/" + f
+	}
+	return out
 }
 
 // RenderAll renders every given target, in order, and reports every
@@ -225,6 +258,47 @@ func (r *Repo) RenderAll(ctx context.Context, targets []*Target) ([]*render.Resu
 		results = append(results, res)
 	}
 	return results, errors.Join(errs...)
+}
+
+// State is nil for a target that resolves and renders, else why it does
+// not (its own error: a dependency that cannot be resolved does not make
+// a target's render fail). It renders the target if that was not done yet.
+func (r *Repo) State(ctx context.Context, t *Target) error {
+	_, err := r.Render(ctx, t)
+	return err
+}
+
+// Blocked is why the target cannot be applied or checked for drift: its
+// own error, or that of a target it depends on (directly or not), nil when
+// none has one. Rendering needs no dependency; applying does.
+func (r *Repo) Blocked(t *Target) error {
+	byName := make(map[string]*Target, len(r.Targets))
+	for _, o := range r.Targets {
+		byName[o.Name] = o
+	}
+	seen := map[*Target]bool{}
+	var walk func(d *Target) error
+	walk = func(d *Target) error {
+		if seen[d] {
+			return nil
+		}
+		seen[d] = true
+		if d.Err != nil {
+			if d == t {
+				return d.Err
+			}
+			return fmt.Errorf("target %q depends on target %q, which cannot be resolved: %w", t.Name, d.Name, d.Err)
+		}
+		for _, n := range d.DependsOn {
+			if dep := byName[n]; dep != nil {
+				if err := walk(dep); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(t)
 }
 
 // lookup finds a ConfigMap or Secret for substituteFrom among what the
@@ -366,5 +440,16 @@ func (r *Repo) Inputs(t *Target) render.Watch {
 	if from, _, _ := unstructured.NestedSlice(t.Kustomization.Object, "spec", "postBuild", "substituteFrom"); len(from) > 0 {
 		return render.Watch{Unknown: true}
 	}
-	return render.Inputs(r.spec(t))
+	w := render.Inputs(r.spec(t))
+	w.Files = r.repoFiles(t.Root, w.Files)
+	if rel, ok := r.within(t.Root); ok && rel != "." {
+		for i, d := range w.Dirs {
+			if d == "." {
+				w.Dirs[i] = rel
+			} else {
+				w.Dirs[i] = rel + "/" + d
+			}
+		}
+	}
+	return w
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -20,7 +21,19 @@ const (
 	KustomizeGroup = "kustomize.toolkit.fluxcd.io"
 	SourceGroup    = "source.toolkit.fluxcd.io"
 	ImageGroup     = "image.toolkit.fluxcd.io"
+	// SourceExtensionsGroup holds Flux 2.7's ArtifactGenerator and
+	// ExternalArtifact.
+	SourceExtensionsGroup = "source.extensions.fluxcd.io"
+	// OperatorGroup is the Flux Operator's: FluxInstance, ResourceSet,
+	// ResourceSetInputProvider.
+	OperatorGroup = "fluxcd.controlplane.io"
 )
+
+// isFluxGroup reports an API group of Flux's controllers or of the Flux
+// Operator.
+func isFluxGroup(g string) bool {
+	return strings.HasSuffix(g, ".toolkit.fluxcd.io") || g == SourceExtensionsGroup || g == OperatorGroup
+}
 
 // FluxObject is a Flux object found in a file of the repository.
 type FluxObject struct {
@@ -41,9 +54,20 @@ var docSeparator = regexp.MustCompile(`^---\s*(#.*)?$`)
 // not walked. A file that mentions a Flux API group but does not parse is
 // an error naming the file and line.
 func scanFluxObjects(root string) ([]FluxObject, error) {
+	objs, _, err := scanRepo(root)
+	return objs, err
+}
+
+// scanRepo is scanFluxObjects that also reads what the kustomization files
+// include, in the same walk.
+func scanRepo(root string) ([]FluxObject, *includes, error) {
 	var out []FluxObject
+	inc := newIncludes()
 	err := manifest.WalkYAML(root, func(rel string, data []byte) error {
-		if !bytes.Contains(data, []byte("toolkit.fluxcd.io")) {
+		if kustomizationFileNames[path.Base(rel)] {
+			inc.add(rel, data)
+		}
+		if !bytes.Contains(data, []byte("fluxcd.")) {
 			return nil
 		}
 		objs, err := parseFluxDocs(rel, data)
@@ -56,7 +80,8 @@ func scanFluxObjects(root string) ([]FluxObject, error) {
 		}
 		return out[i].Line < out[j].Line
 	})
-	return out, err
+	inc.sort()
+	return out, inc, err
 }
 
 // parseFluxDocs splits a YAML stream into documents, remembering where
@@ -85,7 +110,7 @@ func parseFluxDocs(file string, data []byte) ([]FluxObject, error) {
 	docs = append(docs, cur)
 	var out []FluxObject
 	for _, d := range docs {
-		if !bytes.Contains(d.buf.Bytes(), []byte("toolkit.fluxcd.io")) {
+		if !bytes.Contains(d.buf.Bytes(), []byte("fluxcd.")) {
 			continue
 		}
 		var doc any
@@ -104,7 +129,7 @@ func parseFluxDocs(file string, data []byte) ([]FluxObject, error) {
 			continue // a list or scalar that merely mentions Flux
 		}
 		u := &unstructured.Unstructured{Object: m}
-		if !strings.HasSuffix(u.GroupVersionKind().Group, ".toolkit.fluxcd.io") {
+		if !isFluxGroup(u.GroupVersionKind().Group) {
 			continue
 		}
 		out = append(out, FluxObject{Object: u, File: file, Line: d.line})

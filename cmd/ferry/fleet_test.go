@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// fleetsDir holds the fleet fixtures of internal/config's tests.
+const fleetsDir = "../../internal/config/testdata/fleets"
+
+// One broken dependency in an otherwise good fleet: the listing succeeds
+// and names the broken target with its reason, the good targets render,
+// the broken one fails naming its file and the dependency, and apply of
+// everything writes nothing to the cluster.
+func TestBrokenDependencyInAFleet(t *testing.T) {
+	repo := t.TempDir()
+	copyTree(t, filepath.Join(fleetsDir, "namespaced"), repo)
+	ks := filepath.Join(repo, "kubernetes/apps/observability/exporter/ks.yaml")
+	b, err := os.ReadFile(ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(b), "      namespace: kube-system", "      namespace: monitoring", 1)
+	if broken == string(b) {
+		t.Fatal("the fixture's dependsOn namespace was not found")
+	}
+	if err := os.WriteFile(ks, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reason := []string{"kubernetes/apps/observability/exporter/ks.yaml:1", `dependsOn "metrics-server" (namespace monitoring)`}
+
+	list := ferry(t, nil, "render", "--list", "--repo", repo)
+	if list.code != 0 {
+		t.Fatalf("render --list: exit %d: %s", list.code, list.stderr)
+	}
+	var row, errLine string
+	for _, line := range strings.Split(list.stdout, "\n") {
+		if strings.HasPrefix(line, "exporter ") {
+			row = line
+		}
+		if strings.HasPrefix(line, "error exporter: ") {
+			errLine = line
+		}
+	}
+	if !strings.Contains(row, " error ") {
+		t.Errorf("the exporter row does not say error: %q\n%s", row, list.stdout)
+	}
+	for _, w := range reason {
+		if !strings.Contains(errLine, w) {
+			t.Errorf("the error line lacks %q: %q", w, errLine)
+		}
+	}
+	if n := strings.Count(list.stdout, " ok "); n != 5 {
+		t.Errorf("%d targets ok, want 5:\n%s", n, list.stdout)
+	}
+
+	good := ferry(t, nil, "render", "--repo", repo, "web")
+	if good.code != 0 || !strings.Contains(good.stdout, "name: home-web") {
+		t.Errorf("render web: exit %d, want 0 and its objects: %s%s", good.code, good.stdout, good.stderr)
+	}
+	bad := ferry(t, nil, "render", "--repo", repo, "exporter")
+	if bad.code != exitError || bad.stdout != "" {
+		t.Errorf("render exporter: exit %d with %d bytes of output, want %d and none", bad.code, len(bad.stdout), exitError)
+	}
+	for _, w := range reason {
+		if !strings.Contains(bad.stderr, w) {
+			t.Errorf("render exporter: stderr lacks %q: %s", w, bad.stderr)
+		}
+	}
+	all := ferry(t, nil, "render", "--repo", repo)
+	if all.code != exitError || all.stdout != "" {
+		t.Errorf("render of every target: exit %d with %d bytes, want %d and nothing printed", all.code, len(all.stdout), exitError)
+	}
+
+	vars := map[string]string{"TEST_KUBECONFIG": string(cp.Require(t).Kubeconfig())}
+	apply := ferry(t, vars, "apply", "--repo", repo, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", cp.Namespace(t))
+	if apply.code != exitError {
+		t.Errorf("apply: exit %d, want %d: %s", apply.code, exitError, apply.stderr)
+	}
+	for _, w := range append(reason, "nothing was applied") {
+		if !strings.Contains(apply.stderr, w) {
+			t.Errorf("apply: stderr lacks %q: %s", w, apply.stderr)
+		}
+	}
+	cs := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	ctx := context.Background()
+	if _, err := cs.AppsV1().DaemonSets("kube-system").Get(ctx, "cilium", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("DaemonSet/kube-system/cilium of a good target: %v, want not found (nothing applied)", err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "observability", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Namespace/observability: %v, want not found (nothing applied)", err)
+	}
+
+	// A target that neither is nor depends on the broken one can still be
+	// applied on its own.
+	dependent := ferry(t, vars, "apply", "--repo", repo, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", cp.Namespace(t), "--dry-run", "web")
+	if dependent.code != 0 {
+		t.Errorf("apply --dry-run web (not depending on the broken target): exit %d: %s", dependent.code, dependent.stderr)
+	}
+}

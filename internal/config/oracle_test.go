@@ -1,0 +1,139 @@
+package config_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-ci/ferry/internal/manifest"
+)
+
+// The fleet fixtures under testdata/fleets reproduce layouts of today's
+// Flux fleet repos (written for these tests):
+//   - namespaced: apps in per-namespace trees whose kustomization.yaml
+//     sets the namespace of every ks.yaml below it, dependsOn across
+//     namespaces, a root that patches defaults into every child, newer
+//     Flux fields (readyExpr, healthCheckExprs, deletionPolicy,
+//     ignoreMissingComponents, namePrefix), paths without a kustomization;
+//   - operator: a Flux Operator FluxInstance syncing an OCIRepository that
+//     ferry.yaml maps to this checkout, and a ResourceSet ferry skips.
+var oracleFixtures = []string{"namespaced", "operator"}
+
+// fluxBinary finds the flux CLI v2.7.5 that `make tools` builds, the
+// oracle for Flux Kustomizations. In CI a missing oracle is a failure.
+func fluxBinary(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("FERRY_TESTBIN")
+	if dir == "" {
+		dir = "../../.cache/testbin"
+	}
+	bin := filepath.Join(dir, "flux")
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("flux oracle missing at %s (make tools builds it)", bin)
+		}
+		t.Skipf("flux oracle missing at %s: run make tools", bin)
+	}
+	return bin
+}
+
+// TestFixturesMatchFluxBuild renders every target of each fleet fixture
+// and compares it, as a set of objects, with `flux build kustomization
+// --dry-run` of the same Kustomization object (as ferry found it: patched
+// by its parent, in the namespace its kustomization gave it).
+func TestFixturesMatchFluxBuild(t *testing.T) {
+	bin := fluxBinary(t)
+	for _, fixture := range oracleFixtures {
+		repo := load(t, filepath.Join("testdata", "fleets", fixture))
+		if len(repo.Targets) < 2 {
+			t.Fatalf("%s: %d targets, want a fleet", fixture, len(repo.Targets))
+		}
+		for _, tg := range repo.Targets {
+			t.Run(fixture+"/"+tg.Name, func(t *testing.T) {
+				t.Parallel()
+				res, err := repo.Render(t.Context(), tg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := fluxBuild(t, bin, tg.Root, tg.Path, tg.Namespace, tg.Kustomization)
+				got := byID(res.Set.Objects)
+				if len(want) == 0 {
+					t.Fatal("flux built nothing")
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("ferry render differs from flux build ks %s (-flux +ferry):\n%s", tg.Kustomization.GetName(), diff)
+				}
+			})
+		}
+	}
+}
+
+// fluxBuild runs `flux build ks` of the Kustomization ks (written to a
+// file) over root/path and returns its objects by ID, without the two
+// labels kustomize-controller sets to own what it applies (ferry records
+// ownership with ApplySet labels when it applies, not in a render).
+func fluxBuild(t *testing.T, bin, root, path, namespace string, ks *unstructured.Unstructured) map[string]any {
+	t.Helper()
+	b, err := yaml.Marshal(ks.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "ks.yaml")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), bin, "build", "kustomization", ks.GetName(),
+		"--path", filepath.Join(root, filepath.FromSlash(path)), "--kustomization-file", file,
+		"--namespace", namespace, "--dry-run")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("flux build ks %s: %v\n%s", ks.GetName(), err, stderr.String())
+	}
+	var objs []*unstructured.Unstructured
+	for _, doc := range strings.Split(stdout.String(), "\n---\n") {
+		if strings.TrimSpace(strings.TrimPrefix(doc, "---")) == "" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatalf("flux output: %v\n%s", err, doc)
+		}
+		labels := u.GetLabels()
+		delete(labels, "kustomize.toolkit.fluxcd.io/name")
+		delete(labels, "kustomize.toolkit.fluxcd.io/namespace")
+		if len(labels) == 0 {
+			unstructured.RemoveNestedField(u.Object, "metadata", "labels")
+		} else {
+			u.SetLabels(labels)
+		}
+		objs = append(objs, u)
+	}
+	return byID(objs)
+}
+
+// byID keys objects by Kind/namespace/name, their content as JSON decodes
+// it (so a number compares the same whichever decoder read it).
+func byID(objs []*unstructured.Unstructured) map[string]any {
+	m := map[string]any{}
+	for _, o := range objs {
+		b, err := json.Marshal(o.Object)
+		if err != nil {
+			panic(err)
+		}
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			panic(err)
+		}
+		m[manifest.IDOf(o).String()] = v
+	}
+	return m
+}
