@@ -30,8 +30,14 @@ type prRepo struct {
 
 func newPRRepo(t *testing.T, example string, setup func(p *prRepo)) (*prRepo, string) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), example)
-	copyDir(t, filepath.Join("..", "..", "examples", example), dir)
+	return newPRRepoOf(t, filepath.Join("..", "..", "examples", example), setup)
+}
+
+// newPRRepoOf is newPRRepo of any folder.
+func newPRRepoOf(t *testing.T, src string, setup func(p *prRepo)) (*prRepo, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), filepath.Base(src))
+	copyDir(t, src, dir)
 	r, err := git.PlainInit(dir, false)
 	if err != nil {
 		t.Fatal(err)

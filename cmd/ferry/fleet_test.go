@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,5 +104,54 @@ func TestBrokenDependencyInAFleet(t *testing.T) {
 	dependent := ferry(t, vars, "apply", "--repo", repo, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", cp.Namespace(t), "--dry-run", "web")
 	if dependent.code != 0 {
 		t.Errorf("apply --dry-run web (not depending on the broken target): exit %d: %s", dependent.code, dependent.stderr)
+	}
+}
+
+// A change under a folder an ArtifactGenerator copies affects exactly the
+// targets of that artifact; a change no copy rule reads affects none.
+func TestDiffFollowsCopyRules(t *testing.T) {
+	p, base := newPRRepoOf(t, filepath.Join(fleetsDir, "artifacts"), nil)
+	p.replace(t, "apps/redis/statefulset.yaml", "image: redis:8.2", "image: redis:8.4")
+	redis := p.commit(t, "redis image")
+	p.replace(t, "apps/base/podinfo/service.yaml", "port: 9898", "port: 9899")
+	podinfo := p.commit(t, "podinfo base")
+	p.replace(t, "apps/prod/podinfo/README.md", "excluded", "left out")
+	excluded := p.commit(t, "a file the copy rule excludes")
+	p.write(t, "docs/README.md", "# fleet docs, edited\n")
+	docs := p.commit(t, "docs")
+	for _, c := range []struct {
+		name, base, head string
+		want             []string
+	}{
+		{"the redis folder", base, redis, []string{"redis"}},
+		{"the podinfo base, copied into one artifact with its overlay", redis, podinfo, []string{"podinfo"}},
+		{"a file the copy rule excludes", podinfo, excluded, nil},
+		{"a file no artifact holds", excluded, docs, nil},
+	} {
+		res := ferry(t, nil, "diff", "--repo", p.dir, "--base", c.base, "--head", c.head, "--format", "json")
+		if res.code != 0 {
+			t.Fatalf("%s: diff: exit %d: %s", c.name, res.code, res.stderr)
+		}
+		var report struct {
+			Targets []struct {
+				Name   string `json:"name"`
+				Counts struct {
+					Changed int `json:"changed"`
+				} `json:"counts"`
+			} `json:"targets"`
+		}
+		if err := json.Unmarshal([]byte(res.stdout), &report); err != nil {
+			t.Fatalf("%s: %v\n%s", c.name, err, res.stdout)
+		}
+		var got []string
+		for _, tg := range report.Targets {
+			got = append(got, tg.Name)
+			if tg.Counts.Changed != 1 {
+				t.Errorf("%s: target %s: %d objects changed, want 1\n%s", c.name, tg.Name, tg.Counts.Changed, res.stdout)
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%s: diff names targets %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -35,6 +35,7 @@ func (r *Repo) discover(ctx context.Context) error {
 		return err
 	}
 	self := selfSources(objs, roots)
+	r.artifacts = indexArtifacts(objs, inc)
 	idx := indexKustomizations(objs, roots)
 	byKey := map[string]*Target{} // cluster/namespace/name
 
@@ -394,6 +395,9 @@ func (r *Repo) resolveSource(t *Target, self map[string]bool) string {
 		ns = t.Namespace
 	}
 	id := kind + "/" + ns + "/" + ref["name"]
+	if kind == "ExternalArtifact" {
+		return r.resolveArtifact(t, ns, ref["name"], self)
+	}
 	if kind == "GitRepository" && self[ref["name"]] {
 		t.Root = r.Root
 		return ""

@@ -9,8 +9,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/secrets"
+	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
 )
 
 // copyFixture copies testdata/fleets/name into a temp dir and applies
@@ -214,4 +218,56 @@ func TestSourceMappedToAFolder(t *testing.T) {
 
 	_, err = config.ParseFile([]byte("sources:\n  HelmRepository/charts: ./charts\n"))
 	wantError(t, err, `sources: "HelmRepository/charts"`, "GitRepository, OCIRepository, Bucket")
+}
+
+// A SOPS file inside an artifact decrypts as anywhere else (its MAC
+// checked on the file as committed), and reports name it by its path in
+// the repository.
+func TestArtifactWithSOPSSecret(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where the artifact is written, and removed from
+	key := secretstest.NewKey(t)
+	secret := "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: artifact-canary-7c1}\n"
+	dir := writeTree(t, map[string]string{
+		"clusters/prod/gen.yaml": `apiVersion: source.extensions.fluxcd.io/v1beta1
+kind: ArtifactGenerator
+metadata: {name: gen, namespace: flux-system}
+spec:
+  sources: [{alias: repo, kind: GitRepository, name: flux-system}]
+  artifacts:
+    - name: app
+      copy: [{from: "@repo/apps/app/**", to: "@artifact/"}]
+`,
+		"clusters/prod/app.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: app, namespace: flux-system}\n" +
+			"spec:\n  path: ./\n  targetNamespace: app\n  sourceRef: {kind: ExternalArtifact, name: app}\n",
+		"apps/app/kustomization.yaml": "resources: [secret.sops.yaml]\n",
+		"apps/app/secret.sops.yaml":   string(secretstest.Encrypt(t, "secret.sops.yaml", []byte(secret), "^(data|stringData)$", key.Recipient)),
+	})
+	ids, err := secrets.ParseIdentities(key.Identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := config.Load(t.Context(), dir, render.Options{Decryptor: secrets.NewDecryptor(ids)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := repo.Render(t.Context(), mustTarget(t, repo, "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Set.Objects) != 1 || res.Set.Objects[0].GetNamespace() != "app" {
+		t.Fatalf("rendered %v, want Secret/app/db", res.Set.IDs())
+	}
+	if got, _, _ := unstructured.NestedString(res.Set.Objects[0].Object, "stringData", "password"); got != "artifact-canary-7c1" {
+		t.Errorf("password = %q, want the decrypted value", got)
+	}
+	if diff := cmp.Diff([]string{"apps/app/secret.sops.yaml"}, res.Encrypted); diff != "" {
+		t.Errorf("encrypted files (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"apps/app/kustomization.yaml", "apps/app/secret.sops.yaml"}, res.Files); diff != "" {
+		t.Errorf("files read (-want +got):\n%s", diff)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+		t.Errorf("%d entries left in TMPDIR, want none: %v", len(entries), entries[0].Name())
+	}
 }

@@ -3,6 +3,7 @@ package config_test
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,8 +25,20 @@ import (
 //     Flux fields (readyExpr, healthCheckExprs, deletionPolicy,
 //     ignoreMissingComponents, namePrefix), paths without a kustomization;
 //   - operator: a Flux Operator FluxInstance syncing an OCIRepository that
-//     ferry.yaml maps to this checkout, and a ResourceSet ferry skips.
-var oracleFixtures = []string{"namespaced", "operator"}
+//     ferry.yaml maps to this checkout, and a ResourceSet ferry skips;
+//   - artifacts: every app an ExternalArtifact of one ArtifactGenerator
+//     over an OCIRepository that ferry.yaml maps to this checkout, one of
+//     them made of two copy rules (base + overlay).
+var oracleFixtures = []string{"namespaced", "operator", "artifacts"}
+
+// artifactLayouts is, for each ExternalArtifact target of the artifacts
+// fixture, the tree its generator's copy rules make, written by hand as
+// artifact folder -> repository folder copied whole (cp -r): flux build
+// runs on that tree, as it would on the fetched artifact.
+var artifactLayouts = map[string]map[string]string{
+	"podinfo": {"base": "apps/base/podinfo", "overlay": "apps/prod/podinfo"},
+	"redis":   {"redis": "apps/redis"},
+}
 
 // fluxBinary finds the flux CLI v2.7.5 that `make tools` builds, the
 // oracle for Flux Kustomizations. In CI a missing oracle is a failure.
@@ -63,7 +76,18 @@ func TestFixturesMatchFluxBuild(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := fluxBuild(t, bin, tg.Root, tg.Path, tg.Namespace, tg.Kustomization)
+				root := tg.Root
+				if tg.Artifact != nil {
+					layout, ok := artifactLayouts[tg.Name]
+					if !ok {
+						t.Fatalf("no hand-written layout of artifact %q", tg.Artifact.Name)
+					}
+					root = t.TempDir()
+					for dst, src := range layout {
+						copyDir(t, filepath.Join(repo.Root, filepath.FromSlash(src)), filepath.Join(root, dst))
+					}
+				}
+				want := fluxBuild(t, bin, root, tg.Path, tg.Namespace, tg.Kustomization)
 				got := byID(res.Set.Objects)
 				if len(want) == 0 {
 					t.Fatal("flux built nothing")
@@ -136,4 +160,26 @@ func byID(objs []*unstructured.Unstructured) map[string]any {
 		m[manifest.IDOf(o).String()] = v
 	}
 	return m
+}
+
+// copyDir copies the files of src into dst, recursively.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -48,6 +48,10 @@ type Target struct {
 	// Kustomization is the Flux Kustomization object (as patched by the
 	// render that produced it, or synthesized from ferry.yaml).
 	Kustomization *unstructured.Unstructured
+	// Artifact is set when the target's source is an ExternalArtifact made
+	// by an ArtifactGenerator of the repository: Path is then relative to
+	// that artifact.
+	Artifact *render.Artifact
 	// Err is why the target cannot be resolved (a dependsOn that names
 	// no target, a dependsOn cycle): an error of this target only. Render
 	// returns it; Blocked reports it for the targets that depend on it.
@@ -82,11 +86,12 @@ type Repo struct {
 	Skipped  []Skipped
 	Clusters []Cluster
 
-	opts     render.Options
-	rootVars map[string]map[objectKey]*unstructured.Unstructured // by cluster: substituteFrom sources its root renders
-	results  map[*Target]*render.Result
-	errs     map[*Target]error
-	busy     map[*Target]bool
+	opts      render.Options
+	artifacts map[string]*generatedArtifact                       // ExternalArtifacts by namespace/name
+	rootVars  map[string]map[objectKey]*unstructured.Unstructured // by cluster: substituteFrom sources its root renders
+	results   map[*Target]*render.Result
+	errs      map[*Target]error
+	busy      map[*Target]bool
 }
 
 // Load reads ferry.yaml and, when it declares no targets, discovers them
@@ -187,6 +192,7 @@ func (r *Repo) spec(t *Target) render.Spec {
 		Name:          t.Name,
 		Root:          t.Root,
 		Kustomization: t.Kustomization,
+		Artifact:      t.Artifact,
 		Lookup: func(ctx context.Context, kind, namespace, name string) (*unstructured.Unstructured, error) {
 			return r.lookup(ctx, t, kind, namespace, name), nil
 		},

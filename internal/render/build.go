@@ -53,6 +53,10 @@ type Spec struct {
 	Kustomization *unstructured.Unstructured
 	// Lookup resolves postBuild.substituteFrom; nil finds nothing.
 	Lookup Lookup
+	// Artifact, when set, is what the path is rendered in instead of
+	// Root: the ExternalArtifact an ArtifactGenerator makes. Result.Files
+	// then name the source files the artifact's files were copied from.
+	Artifact *Artifact
 }
 
 // Result is the rendered output of one target.
@@ -83,6 +87,27 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 		res *Result
 		err error
 	}
+	var tree *artifactTree
+	if spec.Artifact != nil {
+		// fluxcd/pkg/kustomize's generator reads the path from disk, so
+		// the artifact is written to a private folder: the files as
+		// committed (encrypted ones stay encrypted; they are decrypted as
+		// kustomize reads them, like any other), removed when Build
+		// returns, even when ctx ends first.
+		var err error
+		if tree, err = spec.Artifact.build(ctx); err != nil {
+			return nil, fmt.Errorf("target %q: %w", spec.Name, err)
+		}
+		dir, err := os.MkdirTemp("", "ferry-artifact-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		if err := tree.write(dir); err != nil {
+			return nil, fmt.Errorf("target %q: artifact %q: %w", spec.Name, spec.Artifact.Name, err)
+		}
+		spec.Root = dir
+	}
 	done := make(chan built, 1)
 	go func() {
 		res, err := build(ctx, spec, opts)
@@ -91,7 +116,14 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 	select {
 	case b := <-done:
 		if b.err != nil {
+			if tree != nil {
+				return nil, fmt.Errorf("target %q: artifact %q (%s): %w", spec.Name, spec.Artifact.Name, spec.Artifact.Generator, relativize(b.err, spec.Root))
+			}
 			return nil, fmt.Errorf("target %q: %w", spec.Name, relativize(b.err, spec.Root))
+		}
+		if tree != nil {
+			b.res.Files = tree.originsOf(b.res.Files)
+			b.res.Encrypted = tree.originsOf(b.res.Encrypted)
 		}
 		return b.res, nil
 	case <-ctx.Done():

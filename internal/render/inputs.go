@@ -52,6 +52,9 @@ func (w Watch) Touches(changed []string) bool {
 // deleted file must still count as changed). Folders with a kustomization
 // are followed; folders without one are watched whole.
 func Inputs(spec Spec) Watch {
+	if spec.Artifact != nil {
+		return spec.Artifact.inputs()
+	}
 	root, err := filepath.Abs(spec.Root)
 	if err != nil {
 		return Watch{Unknown: true}

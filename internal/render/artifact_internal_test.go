@@ -1,0 +1,132 @@
+package render
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The copy rules of an ArtifactGenerator, as source-watcher applies them
+// (cp semantics), on one source folder.
+func TestArtifactCopyRules(t *testing.T) {
+	src := t.TempDir()
+	for name, body := range map[string]string{
+		"config.yaml":                  "a: 1\n",
+		"configs/app.yaml":             "app: 1\n",
+		"configs/db.yaml":              "db: 1\n",
+		"configs/README.md":            "docs\n",
+		"configs/sub/deep.yaml":        "deep: 1\n",
+		"configs/sub/testdata/x.yaml":  "test: 1\n",
+		"values.yaml":                  "image: {repository: app, tag: '1.0'}\nreplicas: 1\nlist: [a, b]\n",
+		"prod/values.yaml":             "image: {tag: '2.0'}\nlist: [c]\n",
+		"charts/podinfo-6.7.0.tgz":     "not really a tarball",
+		"outside-link-target/cm.yaml":  "x: 1\n",
+		"configs/sub/testdata/y.json":  "{}\n",
+		"configs/sub/testdata/z.yml":   "z: 1\n",
+		"configs/sub/testdata/.hidden": "h\n",
+	} {
+		p := filepath.Join(src, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(src, "links"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(src, "links", "escape")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		rules []CopyRule
+		want  map[string][]string // artifact file -> origins
+		err   string
+	}{
+		{name: "file to a file", rules: []CopyRule{{From: "@s/config.yaml", To: "@artifact/apps/app.yaml"}},
+			want: map[string][]string{"apps/app.yaml": {"src/config.yaml"}}},
+		{name: "file into a folder", rules: []CopyRule{{From: "@s/config.yaml", To: "@artifact/apps/"}},
+			want: map[string][]string{"apps/config.yaml": {"src/config.yaml"}}},
+		{name: "glob keeps the matched path", rules: []CopyRule{{From: "@s/configs/*.yaml", To: "@artifact/apps/"}},
+			want: map[string][]string{"apps/configs/app.yaml": {"src/configs/app.yaml"}, "apps/configs/db.yaml": {"src/configs/db.yaml"}}},
+		{name: "folder copies as a subfolder", rules: []CopyRule{{From: "@s/configs/sub", To: "@artifact/dest"}},
+			want: map[string][]string{"dest/sub/deep.yaml": {"src/configs/sub/deep.yaml"}, "dest/sub/testdata/x.yaml": {"src/configs/sub/testdata/x.yaml"}, "dest/sub/testdata/y.json": {"src/configs/sub/testdata/y.json"}, "dest/sub/testdata/z.yml": {"src/configs/sub/testdata/z.yml"}, "dest/sub/testdata/.hidden": {"src/configs/sub/testdata/.hidden"}}},
+		{name: "folder/** copies its contents, with excludes", rules: []CopyRule{{From: "@s/configs/**", To: "@artifact/", Exclude: []string{"*.md", "**/testdata/**"}}},
+			want: map[string][]string{"app.yaml": {"src/configs/app.yaml"}, "db.yaml": {"src/configs/db.yaml"}, "sub/deep.yaml": {"src/configs/sub/deep.yaml"}}},
+		{name: "exclude relative to the selection root", rules: []CopyRule{{From: "@s/configs/**", To: "@artifact/", Exclude: []string{"sub/**", "README.md"}}},
+			want: map[string][]string{"app.yaml": {"src/configs/app.yaml"}, "db.yaml": {"src/configs/db.yaml"}}},
+		{name: "later rules overwrite", rules: []CopyRule{{From: "@s/values.yaml", To: "@artifact/values.yaml"}, {From: "@s/prod/values.yaml", To: "@artifact/values.yaml"}},
+			want: map[string][]string{"values.yaml": {"src/prod/values.yaml"}}},
+		{name: "Merge merges YAML as helm merges values", rules: []CopyRule{{From: "@s/values.yaml", To: "@artifact/values.yaml"}, {From: "@s/prod/values.yaml", To: "@artifact/values.yaml", Strategy: "Merge"}},
+			want: map[string][]string{"values.yaml": {"src/values.yaml", "src/prod/values.yaml"}}},
+		{name: "a destination cannot leave the artifact", rules: []CopyRule{{From: "@s/config.yaml", To: "@artifact/../../x.yaml"}},
+			want: map[string][]string{"x.yaml": {"src/config.yaml"}}},
+		{name: "unknown alias", rules: []CopyRule{{From: "@other/x", To: "@artifact/"}}, err: `source alias "other"`},
+		{name: "missing file", rules: []CopyRule{{From: "@s/nope.yaml", To: "@artifact/"}}, err: "nope.yaml does not exist"},
+		{name: "no match", rules: []CopyRule{{From: "@s/*.json", To: "@artifact/"}}, err: "no file matches"},
+		{name: "all excluded", rules: []CopyRule{{From: "@s/configs/*.md", To: "@artifact/", Exclude: []string{"*.md"}}}, err: "excluded"},
+		{name: "bad from", rules: []CopyRule{{From: "s/config.yaml", To: "@artifact/"}}, err: `from must be`},
+		{name: "bad to", rules: []CopyRule{{From: "@s/config.yaml", To: "/tmp/x"}}, err: `to must be`},
+		{name: "Extract is refused, named", rules: []CopyRule{{From: "@s/charts/*.tgz", To: "@artifact/", Strategy: "Extract"}}, err: "Extract"},
+		{name: "a link out of the source is not followed", rules: []CopyRule{{From: "@s/links/escape/passwd", To: "@artifact/"}}, err: "escape"},
+		{name: "nor is one a glob matches", rules: []CopyRule{{From: "@s/links/**", To: "@artifact/"}}, err: "escape"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &Artifact{Name: "app", Generator: "ArtifactGenerator/flux-system/gen (gen.yaml:1)", Sources: map[string]ArtifactSource{"s": {Dir: src, Prefix: "src"}}, Copy: tc.rules}
+			tree, err := a.build(t.Context())
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "gen.yaml:1") {
+					t.Fatalf("error %v, want one naming the generator and containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, tree.origins); diff != "" {
+				t.Errorf("artifact files and their origins (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	a := &Artifact{Sources: map[string]ArtifactSource{"s": {Dir: src}}, Copy: []CopyRule{{From: "@s/values.yaml", To: "@artifact/values.yaml"}, {From: "@s/prod/values.yaml", To: "@artifact/values.yaml", Strategy: "Merge"}}}
+	tree, err := a.build(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "image:\n  repository: app\n  tag: \"2.0\"\nlist:\n- c\nreplicas: 1\n"
+	if got := string(tree.files["values.yaml"]); got != want {
+		t.Errorf("merged values:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A change under a folder a copy rule reads may change the artifact.
+func TestArtifactInputs(t *testing.T) {
+	a := &Artifact{
+		Sources: map[string]ArtifactSource{"repo": {Prefix: ""}, "other": {Prefix: "../app-repo"}},
+		Copy: []CopyRule{
+			{From: "@repo/apps/base/**", To: "@artifact/base/"},
+			{From: "@repo/apps/prod/*.yaml", To: "@artifact/"},
+			{From: "@other/deploy/", To: "@artifact/"},
+			{From: "@repo/values.yaml", To: "@artifact/"},
+		},
+	}
+	w := Inputs(Spec{Artifact: a})
+	if diff := cmp.Diff([]string{"../app-repo/deploy", "apps/base", "apps/prod", "values.yaml"}, w.Dirs); diff != "" {
+		t.Errorf("watched (-want +got):\n%s", diff)
+	}
+	for _, c := range []struct {
+		changed string
+		touches bool
+	}{{"apps/base/x/deploy.yaml", true}, {"apps/prod/a.yaml", true}, {"values.yaml", true}, {"apps/stage/a.yaml", false}, {"docs/README.md", false}} {
+		if got := w.Touches([]string{c.changed}); got != c.touches {
+			t.Errorf("Touches(%s) = %v, want %v", c.changed, got, c.touches)
+		}
+	}
+}
