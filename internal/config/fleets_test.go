@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,25 +21,8 @@ import (
 // one thing in an otherwise good repository.
 func copyFixture(t *testing.T, name string, edits map[string][2]string) string {
 	t.Helper()
-	src := filepath.Join("testdata", "fleets", name)
 	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	copyDir(t, filepath.Join("testdata", "fleets", name), dst)
 	for file, e := range edits {
 		p := filepath.Join(dst, filepath.FromSlash(file))
 		b, err := os.ReadFile(p)
