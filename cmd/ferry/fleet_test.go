@@ -155,3 +155,29 @@ func TestDiffFollowsCopyRules(t *testing.T) {
 		}
 	}
 }
+
+// A pull request that breaks one target's dependsOn: diff still compares
+// the other affected targets, names the broken one with its reason and
+// exits 2; plan lists every affected target.
+func TestDiffWithABrokenDependency(t *testing.T) {
+	p, base := newPRRepoOf(t, filepath.Join(fleetsDir, "namespaced"), nil)
+	p.replace(t, "kubernetes/apps/observability/exporter/ks.yaml", "      namespace: kube-system", "      namespace: monitoring")
+	p.replace(t, "kubernetes/apps/default/web/app/deployment.yaml", "replicas: 2", "replicas: 5")
+	head := p.commit(t, "breaks exporter, scales web")
+	res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", head, "--format", "text")
+	if res.code != exitError {
+		t.Errorf("diff: exit %d, want %d", res.code, exitError)
+	}
+	for _, w := range []string{"-  replicas: 2", "+  replicas: 5", "target exporter", `dependsOn "metrics-server" (namespace monitoring)`} {
+		if !strings.Contains(res.stdout, w) {
+			t.Errorf("diff report lacks %q:\n%s", w, res.stdout)
+		}
+	}
+	if !strings.Contains(res.stderr, "exporter") {
+		t.Errorf("stderr does not name the failed target: %s", res.stderr)
+	}
+	plan := ferry(t, nil, "plan", "--repo", p.dir, "--base", base, "--head", head)
+	if plan.code != 0 || !strings.Contains(plan.stdout, `"target":"exporter"`) || !strings.Contains(plan.stdout, `"target":"web"`) {
+		t.Errorf("plan: exit %d: %s%s", plan.code, plan.stdout, plan.stderr)
+	}
+}

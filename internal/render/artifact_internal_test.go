@@ -66,6 +66,8 @@ func TestArtifactCopyRules(t *testing.T) {
 			want: map[string][]string{"values.yaml": {"src/values.yaml", "src/prod/values.yaml"}}},
 		{name: "a destination cannot leave the artifact", rules: []CopyRule{{From: "@s/config.yaml", To: "@artifact/../../x.yaml"}},
 			want: map[string][]string{"x.yaml": {"src/config.yaml"}}},
+		{name: "a source path cannot leave the source", rules: []CopyRule{{From: "@s/../../etc/passwd", To: "@artifact/"}}, err: "etc/passwd does not exist"},
+		{name: "nor can a glob", rules: []CopyRule{{From: "@s/../*", To: "@artifact/"}}, err: "no file matches"},
 		{name: "unknown alias", rules: []CopyRule{{From: "@other/x", To: "@artifact/"}}, err: `source alias "other"`},
 		{name: "missing file", rules: []CopyRule{{From: "@s/nope.yaml", To: "@artifact/"}}, err: "nope.yaml does not exist"},
 		{name: "no match", rules: []CopyRule{{From: "@s/*.json", To: "@artifact/"}}, err: "no file matches"},
