@@ -1,9 +1,13 @@
 package render
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -62,9 +66,10 @@ type artifactTree struct {
 	dirs    map[string]bool
 }
 
-// Build makes the artifact's tree in memory, following the generator's
+// build makes the artifact's tree in memory, following the generator's
 // copy semantics (those of cp): rules run in order, a later rule
-// overwrites (or, with Merge, merges YAML into) what an earlier one wrote;
+// overwrites (or, with Merge, merges YAML into) what an earlier one wrote,
+// and Extract unpacks tarballs;
 // "@a/dir" and "@a/dir/" copy the folder as dir/ under the destination,
 // "@a/dir/**" copies its contents; a destination ending in "/" (or an
 // existing folder) receives a file under its own name; a glob copies each
@@ -103,7 +108,6 @@ func (t *artifactTree) apply(a *Artifact, rule CopyRule) error {
 	switch rule.Strategy {
 	case "", StrategyOverwrite, StrategyMerge:
 	case StrategyExtract:
-		return errors.New("strategy Extract (tarballs) is not supported by ferry yet")
 	default:
 		return fmt.Errorf("unknown strategy %q (want Overwrite, Merge or Extract)", rule.Strategy)
 	}
@@ -122,6 +126,9 @@ func (t *artifactTree) apply(a *Artifact, rule CopyRule) error {
 	}
 	defer root.Close()
 	c := &copier{tree: t, root: root, src: src, rule: rule}
+	if rule.Strategy == StrategyExtract {
+		return c.extractAll(pattern, dest)
+	}
 
 	if !strings.ContainsAny(pattern, "*?[]") {
 		p := path.Clean("/" + pattern)[1:]
@@ -430,4 +437,115 @@ func (a *Artifact) inputs() Watch {
 	}
 	sort.Strings(w.Dirs)
 	return w
+}
+
+// maxExtracted bounds what the tarballs of one copy rule may unpack to.
+const maxExtracted = 256 << 20
+
+// extractAll unpacks the tarballs (.tar.gz, .tgz) that pattern names into
+// dest, keeping their inner layout. A glob (** for any depth) skips
+// files that are not tarballs; a single path must be one, and a folder is
+// an error.
+func (c *copier) extractAll(pattern, dest string) error {
+	budget := int64(maxExtracted)
+	if !strings.ContainsAny(pattern, "*?[]") {
+		p := path.Clean("/" + pattern)[1:]
+		fi, err := c.root.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			return fmt.Errorf("strategy Extract takes tarballs, not the folder %s", p)
+		}
+		if !isTarball(p) {
+			return fmt.Errorf("strategy Extract takes tarballs (.tar.gz, .tgz), not %s", p)
+		}
+		return c.extract(p, dest, &budget)
+	}
+	base := selectionRoot(pattern)
+	var matched []string
+	err := fs.WalkDir(c.root.FS(), base, func(f string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if ok, _ := matchGlob(pattern, f); ok && d.Type().IsRegular() && !c.excluded(f, base) {
+			matched = append(matched, f)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(matched) == 0 {
+		return fmt.Errorf("no file matches %q", pattern)
+	}
+	for _, f := range matched {
+		if isTarball(f) {
+			if err := c.extract(f, dest, &budget); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func isTarball(p string) bool {
+	l := strings.ToLower(p)
+	return strings.HasSuffix(l, ".tar.gz") || strings.HasSuffix(l, ".tgz")
+}
+
+// extract unpacks one tarball of the source into dest: regular files and
+// folders only (links are skipped), no entry leaving dest, at most budget
+// bytes in all.
+func (c *copier) extract(p, dest string, budget *int64) error {
+	origin := path.Join(c.src.Prefix, p)
+	fi, err := c.root.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.Size() > manifest.MaxFileSize {
+		return &manifest.LimitError{File: origin, Reason: fmt.Sprintf("file is %d bytes, more than the %d ferry reads", fi.Size(), manifest.MaxFileSize)}
+	}
+	data, err := c.root.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("%s: %w", origin, err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", origin, err)
+		}
+		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
+			return fmt.Errorf("%s: entry %q leaves the folder it is extracted to", origin, h.Name)
+		}
+		target := path.Join(dest, name)
+		switch mode := h.FileInfo().Mode(); {
+		case mode.IsDir():
+			c.tree.mkdirs(target)
+		case mode.IsRegular():
+			if h.Size > manifest.MaxFileSize || h.Size > *budget {
+				return &manifest.LimitError{File: origin, Reason: fmt.Sprintf("entry %s unpacks to more than ferry reads", name)}
+			}
+			b, err := io.ReadAll(io.LimitReader(tr, h.Size+1))
+			if err != nil {
+				return fmt.Errorf("%s: %w", origin, err)
+			}
+			if int64(len(b)) > h.Size {
+				return fmt.Errorf("%s: entry %s is longer than its header says", origin, name)
+			}
+			*budget -= int64(len(b))
+			c.tree.mkdirs(path.Dir(target))
+			c.tree.files[target] = b
+			c.tree.origins[target] = []string{origin}
+		}
+	}
 }

@@ -1,8 +1,12 @@
 package render
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -36,6 +40,12 @@ func TestArtifactCopyRules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	writeTarball(t, filepath.Join(src, "releases", "app-1.0.0.tgz"), map[string]string{"app/kustomization.yaml": "resources: [cm.yaml]\n", "app/cm.yaml": "kind: ConfigMap\n", "app/link": ""})
+	writeTarball(t, filepath.Join(src, "releases", "nested", "db-2.0.0.tar.gz"), map[string]string{"db/cm.yaml": "kind: ConfigMap\n"})
+	if err := os.WriteFile(filepath.Join(src, "releases", "notes.txt"), []byte("not a tarball\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeTarball(t, filepath.Join(src, "evil.tgz"), map[string]string{"../../outside.yaml": "x: 1\n"})
 	if err := os.MkdirAll(filepath.Join(src, "links"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +84,15 @@ func TestArtifactCopyRules(t *testing.T) {
 		{name: "all excluded", rules: []CopyRule{{From: "@s/configs/*.md", To: "@artifact/", Exclude: []string{"*.md"}}}, err: "excluded"},
 		{name: "bad from", rules: []CopyRule{{From: "s/config.yaml", To: "@artifact/"}}, err: `from must be`},
 		{name: "bad to", rules: []CopyRule{{From: "@s/config.yaml", To: "/tmp/x"}}, err: `to must be`},
-		{name: "Extract is refused, named", rules: []CopyRule{{From: "@s/charts/*.tgz", To: "@artifact/", Strategy: "Extract"}}, err: "Extract"},
+		{name: "Extract unpacks a tarball", rules: []CopyRule{{From: "@s/releases/app-1.0.0.tgz", To: "@artifact/", Strategy: "Extract"}},
+			want: map[string][]string{"app/kustomization.yaml": {"src/releases/app-1.0.0.tgz"}, "app/cm.yaml": {"src/releases/app-1.0.0.tgz"}}},
+		{name: "Extract of a glob at any depth skips other files", rules: []CopyRule{{From: "@s/releases/**", To: "@artifact/x/", Strategy: "Extract"}},
+			want: map[string][]string{"x/app/kustomization.yaml": {"src/releases/app-1.0.0.tgz"}, "x/app/cm.yaml": {"src/releases/app-1.0.0.tgz"}, "x/db/cm.yaml": {"src/releases/nested/db-2.0.0.tar.gz"}}},
+		{name: "Extract of a file that is no tarball", rules: []CopyRule{{From: "@s/charts/podinfo-6.7.0.tgz", To: "@artifact/", Strategy: "Extract"}}, err: "gzip"},
+		{name: "Extract of a folder", rules: []CopyRule{{From: "@s/releases", To: "@artifact/", Strategy: "Extract"}}, err: "not the folder releases"},
+		{name: "Extract of a plain file", rules: []CopyRule{{From: "@s/config.yaml", To: "@artifact/", Strategy: "Extract"}}, err: "takes tarballs"},
+		{name: "a tarball entry cannot leave the artifact", rules: []CopyRule{{From: "@s/evil.tgz", To: "@artifact/", Strategy: "Extract"}}, err: "leaves the folder"},
+		{name: "unknown strategy", rules: []CopyRule{{From: "@s/config.yaml", To: "@artifact/", Strategy: "Append"}}, err: "unknown strategy"},
 		{name: "a link out of the source is not followed", rules: []CopyRule{{From: "@s/links/escape/passwd", To: "@artifact/"}}, err: "escape"},
 		{name: "nor is one a glob matches", rules: []CopyRule{{From: "@s/links/**", To: "@artifact/"}}, err: "escape"},
 	}
@@ -130,5 +148,43 @@ func TestArtifactInputs(t *testing.T) {
 		if got := w.Touches([]string{c.changed}); got != c.touches {
 			t.Errorf("Touches(%s) = %v, want %v", c.changed, got, c.touches)
 		}
+	}
+}
+
+// writeTarball writes a .tgz of files; an empty content makes a symlink
+// entry (which extraction skips).
+func writeTarball(t *testing.T, file string, files map[string]string) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		h := &tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg}
+		if files[n] == "" {
+			h = &tar.Header{Name: n, Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink}
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(files[n])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
