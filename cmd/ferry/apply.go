@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/kube"
@@ -125,20 +127,35 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	}
 
 	revision, isAncestor := checkedOut(e, repo.Root, o.revision)
+	optsOf := func(t *config.Target, provided []*unstructured.Unstructured) kube.ApplyOptions {
+		opts := o.apply
+		opts.Target = t.Name
+		opts.Revision = revision
+		opts.IsAncestor = isAncestor
+		opts.Prune = opts.Prune || t.Prune
+		opts.Provided = provided
+		return opts
+	}
+	// Invariant 1 across targets: with several targets, every one is
+	// preflighted (mapped, dry-run, guards evaluated) before the first
+	// write to any cluster. One target's Apply does that by itself.
+	if len(targets) > 1 && !o.apply.DryRun {
+		if err := preflightAll(ctx, e, o, targets, results, optsOf); err != nil {
+			return fmt.Errorf("nothing was applied: %w", err)
+		}
+	}
 
 	var sets []*kube.ChangeSet
 	var applyErr error
+	provided := map[string][]*unstructured.Unstructured{} // by cluster
 	for i, t := range targets {
 		client, err := o.cluster.client(e, t)
 		if err != nil {
 			applyErr = fmt.Errorf("target %q: %w", t.Name, err)
 			break
 		}
-		opts := o.apply
-		opts.Target = t.Name
-		opts.Revision = revision
-		opts.IsAncestor = isAncestor
-		opts.Prune = opts.Prune || t.Prune
+		opts := optsOf(t, provided[t.Cluster])
+		provided[t.Cluster] = append(provided[t.Cluster], runObjects(results[i].Set.Objects)...)
 		cs, err := client.Apply(ctx, results[i].Set.Objects, opts)
 		if cs != nil {
 			sets = append(sets, cs)
@@ -161,6 +178,45 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	e.output("pruned", countChanges(sets, kube.Pruned))
 	e.summary(markdownChangeSets(sets))
 	return applyErr
+}
+
+// preflightAll dry-runs every target in order, each seeing the CRDs and
+// Namespaces the targets before it on its cluster would create, and
+// reports every failure of every target (each error names its target and
+// objects). Nothing is written: no lease, no inventory.
+func preflightAll(ctx context.Context, e *env, o *applyOptions, targets []*config.Target, results []*render.Result, optsOf func(*config.Target, []*unstructured.Unstructured) kube.ApplyOptions) error {
+	var errs []error
+	provided := map[string][]*unstructured.Unstructured{}
+	for i, t := range targets {
+		client, err := o.cluster.client(e, t)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("target %q: %w", t.Name, err))
+			continue
+		}
+		opts := optsOf(t, provided[t.Cluster])
+		opts.DryRun = true
+		provided[t.Cluster] = append(provided[t.Cluster], runObjects(results[i].Set.Objects)...)
+		if _, err := client.Apply(ctx, results[i].Set.Objects, opts); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			errs = append(errs, fmt.Errorf("target %q: %w", t.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runObjects are the objects of a render that later targets of the run
+// may need: its CRDs and Namespaces.
+func runObjects(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		if gvk.Group == "" && gvk.Kind == "Namespace" || gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition" {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 func printChangeSets(w io.Writer, sets []*kube.ChangeSet, format string) error {

@@ -187,3 +187,83 @@ func copyTree(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// Invariant 1 across targets: a target that would fail on the server
+// stops the run before any target writes. Target a (a valid ConfigMap)
+// comes first; target b's Deployment is refused by the server's dry-run;
+// target c needs a Namespace and a CRD that a creates, and must not fail
+// the preflight for it (its custom resource is checked against a's CRD).
+func TestApplyPreflightsEveryTargetFirst(t *testing.T) {
+	vars := map[string]string{"TEST_KUBECONFIG": string(cp.Require(t).Kubeconfig())}
+	ns := cp.Namespace(t)
+	group := strings.ReplaceAll(ns, "-", "") + ".example.com"
+	r := newTestRepo(t)
+	r.write("ferry.yaml", "targets:\n  - {name: a, path: a}\n  - {name: b, path: b, dependsOn: [a]}\n  - {name: c, path: c, dependsOn: [a]}\n")
+	r.write("a/kustomization.yaml", "resources: [cm.yaml, ns.yaml, crd.yaml]\n")
+	r.write("a/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good, namespace: "+ns+"}\ndata: {k: v}\n")
+	r.write("a/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"-c}\n")
+	r.write("a/crd.yaml", `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.`+group+`}
+spec:
+  group: `+group+`
+  names: {kind: Widget, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+                size: {type: integer}
+`)
+	r.write("b/kustomization.yaml", "resources: [deploy.yaml]\n")
+	r.write("b/deploy.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: bad, namespace: `+ns+`}
+spec:
+  replicas: "three"
+  selector: {matchLabels: {app: bad}}
+  template:
+    metadata: {labels: {app: bad}}
+    spec: {containers: [{name: c, image: example.invalid/bad:1}]}
+`)
+	r.write("c/kustomization.yaml", "resources: [widget.yaml]\n")
+	r.write("c/widget.yaml", "apiVersion: "+group+"/v1\nkind: Widget\nmetadata: {name: w, namespace: "+ns+"-c}\nspec: {size: 3}\n")
+	args := []string{"apply", "--repo", r.dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", ns, "--revision", "0123456789abcdef0123456789abcdef01234567"}
+
+	res := ferry(t, vars, args...)
+	if res.code != exitError {
+		t.Fatalf("apply: exit %d, want %d: %s", res.code, exitError, res.stderr)
+	}
+	for _, w := range []string{"nothing was applied", `target "b"`, "Deployment.apps/" + ns + "/bad"} {
+		if !strings.Contains(res.stderr, w) {
+			t.Errorf("stderr lacks %q: %s", w, res.stderr)
+		}
+	}
+	if strings.Contains(res.stderr, `target "c"`) {
+		t.Errorf("target c, whose Namespace and CRD target a creates, failed the preflight: %s", res.stderr)
+	}
+	cs := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "good", metav1.GetOptions{}); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("ConfigMap/%s/good: %v, want not found: target a was applied before b's preflight", ns, err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(context.Background(), ns+"-c", metav1.GetOptions{}); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("Namespace/%s-c: %v, want not found", ns, err)
+	}
+
+	// Fixed, the three apply in one run: c's Widget lands in the Namespace
+	// and as the kind that a created.
+	r.write("b/deploy.yaml", strings.Replace(r.read("b/deploy.yaml"), `replicas: "three"`, "replicas: 3", 1))
+	if res := ferry(t, vars, args...); res.code != 0 {
+		t.Fatalf("apply after the fix: exit %d: %s", res.code, res.stderr)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "good", metav1.GetOptions{}); err != nil {
+		t.Errorf("ConfigMap/%s/good after the fix: %v", ns, err)
+	}
+}

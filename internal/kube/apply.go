@@ -54,6 +54,12 @@ type ApplyOptions struct {
 	// the run; "" keeps the error. ferry passes the Flux objects it acts
 	// on itself (see config.ActsOn).
 	LeaveOut func(*unstructured.Unstructured) string
+	// Provided are the CRDs and Namespaces that targets applied before
+	// this one in the same run create on this cluster: objects of this
+	// target that need them are checked against them, as against the
+	// target's own, instead of failing a dry-run that runs before they
+	// exist (a preflight of every target before the first write).
+	Provided []*unstructured.Unstructured
 }
 
 // DefaultApplyOptions returns the options a plain `ferry apply` uses.
@@ -120,7 +126,7 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 		return cs, err
 	}
 
-	desired, leftOut, err := c.prepare(objs, inv.ID, opts.LeaveOut)
+	desired, leftOut, err := c.prepare(objs, inv.ID, opts.LeaveOut, opts.Provided)
 	if err != nil {
 		return cs, err
 	}
@@ -259,8 +265,8 @@ func checkRevision(recorded string, opts ApplyOptions) error {
 // prepare maps every object to its resource, defaults namespaces, labels
 // it as a member, and hashes the configuration. A kind neither the cluster
 // nor a CRD of the render knows stops the run here.
-func (c *Client) prepare(objs []*unstructured.Unstructured, setID string, leaveOut func(*unstructured.Unstructured) string) ([]*object, []Change, error) {
-	crds := renderedCRDs(objs)
+func (c *Client) prepare(objs []*unstructured.Unstructured, setID string, leaveOut func(*unstructured.Unstructured) string, provided []*unstructured.Unstructured) ([]*object, []Change, error) {
+	crds := renderedCRDs(append(append([]*unstructured.Unstructured{}, objs...), provided...))
 	var out []*object
 	var leftOut []Change
 	var errs []error
@@ -390,20 +396,29 @@ func (c *Client) preflight(ctx context.Context, toApply, desired []*object, opts
 			rendered[o.id.Name] = true
 		}
 	}
+	var earlier []*object // CRDs of targets before this one in the run
+	for _, u := range opts.Provided {
+		switch gvk := u.GroupVersionKind(); {
+		case gvk.Group == "" && gvk.Kind == "Namespace":
+			rendered[u.GetName()] = true
+		case manifest.Wave(u) == 0:
+			earlier = append(earlier, &object{u: u, id: manifest.IDOf(u), wave: 0})
+		}
+	}
 	var now []*object
 	var errs []error
 	for _, o := range toApply {
 		ns := o.u.GetNamespace()
 		switch {
 		case ns != "" && !existing[ns] && !rendered[ns]:
-			errs = append(errs, fmt.Errorf("%s: namespace %q does not exist and the target does not create it", o.id, ns))
+			errs = append(errs, fmt.Errorf("%s: namespace %q does not exist and neither the target nor one applied before it creates it", o.id, ns))
 		case o.mapping == nil || (ns != "" && !existing[ns]):
 			// checked in its wave, once its Namespace or CRD exists
 		default:
 			now = append(now, o)
 		}
 	}
-	schemas, err := schemasOf(desired)
+	schemas, err := schemasOf(append(append([]*object{}, desired...), earlier...))
 	if err != nil {
 		errs = append(errs, err)
 	} else if err := schemas.validate(toApply); err != nil {

@@ -115,7 +115,7 @@ func (c *Client) Compare(ctx context.Context, objs []*unstructured.Unstructured,
 	if err != nil {
 		return nil, err
 	}
-	desired, leftOut, err := c.prepare(objs, inv.ID, opts.LeaveOut)
+	desired, leftOut, err := c.prepare(objs, inv.ID, opts.LeaveOut, nil)
 	if err != nil {
 		return nil, err
 	}
