@@ -145,26 +145,42 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 		}
 	}
 
+	// Targets apply in dependency order. A target that fails stops the
+	// targets that depend on it (they are reported as not attempted, and
+	// why); the others still apply.
 	var sets []*kube.ChangeSet
-	var applyErr error
+	var errs []error
 	provided := map[string][]*unstructured.Unstructured{} // by cluster
+	failed := map[string]string{}                         // target -> what became of it
 	for i, t := range targets {
-		client, err := o.cluster.client(e, t)
-		if err != nil {
-			applyErr = fmt.Errorf("target %q: %w", t.Name, err)
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err())
 			break
+		}
+		if dep, why := blockedBy(t, failed); dep != "" {
+			sets = append(sets, &kube.ChangeSet{Target: t.Name, Revision: revision, NotAttempted: fmt.Sprintf("depends on target %s, which %s", dep, why)})
+			failed[t.Name] = "was not attempted"
+			continue
 		}
 		opts := optsOf(t, provided[t.Cluster])
-		provided[t.Cluster] = append(provided[t.Cluster], runObjects(results[i].Set.Objects)...)
-		cs, err := client.Apply(ctx, results[i].Set.Objects, opts)
-		if cs != nil {
-			sets = append(sets, cs)
+		client, err := o.cluster.client(e, t)
+		var cs *kube.ChangeSet
+		if err == nil {
+			cs, err = client.Apply(ctx, results[i].Set.Objects, opts)
+		}
+		if cs == nil {
+			cs = &kube.ChangeSet{Target: t.Name, Revision: revision}
 		}
 		if err != nil {
-			applyErr = fmt.Errorf("target %q: %w", t.Name, err)
-			break
+			errs = append(errs, fmt.Errorf("target %q: %w", t.Name, err))
+			cs.Error = err.Error()
+			failed[t.Name] = "failed"
+		} else {
+			provided[t.Cluster] = append(provided[t.Cluster], runObjects(results[i].Set.Objects)...)
 		}
+		sets = append(sets, cs)
 	}
+	applyErr := errors.Join(errs...)
 	// The API server's messages may quote what it was sent.
 	e.masker.Redact(sets)
 	var out strings.Builder
@@ -178,6 +194,17 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	e.output("pruned", countChanges(sets, kube.Pruned))
 	e.summary(markdownChangeSets(sets))
 	return applyErr
+}
+
+// blockedBy names the first dependency of t that did not apply, and what
+// became of it.
+func blockedBy(t *config.Target, failed map[string]string) (string, string) {
+	for _, d := range t.DependsOn {
+		if why, ok := failed[d]; ok {
+			return d, why
+		}
+	}
+	return "", ""
 }
 
 // preflightAll dry-runs every target in order, each seeing the CRDs and
@@ -233,9 +260,16 @@ func printChangeSets(w io.Writer, sets []*kube.ChangeSet, format string) error {
 		return err
 	}
 	for _, cs := range sets {
+		if cs.NotAttempted != "" {
+			fmt.Fprintf(w, "target %s (not attempted): %s\n", cs.Target, cs.NotAttempted)
+			continue
+		}
 		verb := "applied"
 		if cs.DryRun {
 			verb = "dry run"
+		}
+		if cs.Error != "" {
+			verb = "failed at"
 		}
 		fmt.Fprintf(w, "target %s (%s %s): %s\n", cs.Target, verb, shortRev(cs.Revision), summary(cs))
 		for _, c := range cs.Changes {
@@ -280,12 +314,24 @@ func shortRev(r string) string {
 func markdownChangeSets(sets []*kube.ChangeSet) string {
 	var b strings.Builder
 	b.WriteString("### ferry apply\n\n| target | revision | created | configured | unchanged | pruned | skipped | orphaned |\n|---|---|---|---|---|---|---|---|\n")
+	var problems []string
 	for _, cs := range sets {
+		switch {
+		case cs.NotAttempted != "":
+			problems = append(problems, fmt.Sprintf("- **%s** was not attempted: %s\n", mdEscape(cs.Target), mdEscape(cs.NotAttempted)))
+			continue
+		case cs.Error != "":
+			problems = append(problems, fmt.Sprintf("- **%s** failed: %s\n", mdEscape(cs.Target), mdEscape(cs.Error)))
+		}
 		fmt.Fprintf(&b, "| %s | `%s` |", mdEscape(cs.Target), shortRev(cs.Revision))
 		for _, a := range actions {
 			fmt.Fprintf(&b, " %d |", cs.Count(a))
 		}
 		b.WriteString("\n")
+	}
+	if len(problems) > 0 {
+		b.WriteString("\n")
+		b.WriteString(strings.Join(problems, ""))
 	}
 	for _, cs := range sets {
 		var changed []kube.Change

@@ -3,10 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -265,5 +270,65 @@ spec:
 	}
 	if _, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "good", metav1.GetOptions{}); err != nil {
 		t.Errorf("ConfigMap/%s/good after the fix: %v", ns, err)
+	}
+}
+
+// A target that fails while the run writes (here: another run holds its
+// Lease) stops the targets that depend on it, which are reported as not
+// attempted and why; independent targets still apply; exit 2.
+func TestApplyFailureStopsOnlyDependents(t *testing.T) {
+	vars := map[string]string{"TEST_KUBECONFIG": string(cp.Require(t).Kubeconfig())}
+	ns := cp.Namespace(t)
+	r := newTestRepo(t)
+	r.write("ferry.yaml", "targets:\n  - {name: a, path: a}\n  - {name: b, path: b, dependsOn: [a]}\n  - {name: c, path: c, dependsOn: [b]}\n  - {name: d, path: d}\n")
+	for _, n := range []string{"a", "b", "c", "d"} {
+		r.write(n+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-"+n+", namespace: "+ns+"}\ndata: {k: v}\n")
+	}
+	// Another run holds b's Lease for the next minute.
+	holder, seconds, now := "another-run", int32(60), metav1.NewMicroTime(time.Now())
+	cs := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	_, err := cs.CoordinationV1().Leases(ns).Create(context.Background(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: kube.ParentName("b") + "-lock", Namespace: ns},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := ferry(t, vars, "apply", "--repo", r.dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", ns,
+		"--lock-timeout", "1s", "--format", "json")
+	if res.code != exitError {
+		t.Fatalf("apply: exit %d, want %d: %s", res.code, exitError, res.stderr)
+	}
+	var sets []kube.ChangeSet
+	if err := json.Unmarshal([]byte(res.stdout), &sets); err != nil {
+		t.Fatalf("%v\n%s", err, res.stdout)
+	}
+	got := map[string]string{}
+	for _, s := range sets {
+		switch {
+		case s.NotAttempted != "":
+			got[s.Target] = "not attempted: " + s.NotAttempted
+		case s.Error != "":
+			got[s.Target] = "failed"
+		default:
+			got[s.Target] = fmt.Sprintf("%d created", s.Count(kube.Created))
+		}
+	}
+	want := map[string]string{"a": "1 created", "b": "failed", "c": "not attempted: depends on target b, which failed", "d": "1 created"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(res.stderr, `target "b"`) || !strings.Contains(res.stderr, "another-run") {
+		t.Errorf("stderr does not name the failed target and the Lease holder: %s", res.stderr)
+	}
+	for n, exists := range map[string]bool{"a": true, "b": false, "c": false, "d": true} {
+		_, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "cm-"+n, metav1.GetOptions{})
+		if (err == nil) != exists {
+			t.Errorf("ConfigMap cm-%s: %v, want exists=%v", n, err, exists)
+		}
+	}
+	text := ferry(t, vars, "apply", "--repo", r.dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", ns, "--lock-timeout", "1s")
+	if !strings.Contains(text.stdout, "target c (not attempted): depends on target b, which failed") {
+		t.Errorf("text report:\n%s", text.stdout)
 	}
 }

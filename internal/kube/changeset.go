@@ -37,6 +37,12 @@ type ChangeSet struct {
 	Changes          []Change `json:"changes"`
 	// NotReady lists objects that were not healthy when the wait ended.
 	NotReady []Health `json:"notReady,omitempty"`
+	// Error is why the target's apply failed (Changes hold what it did
+	// before), "" when it succeeded.
+	Error string `json:"error,omitempty"`
+	// NotAttempted is why the target was not applied at all: a target it
+	// depends on failed or was not attempted itself.
+	NotAttempted string `json:"notAttempted,omitempty"`
 }
 
 // Count returns how many changes have the given action.
