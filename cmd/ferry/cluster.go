@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 
@@ -19,6 +20,11 @@ type clusterFlags struct {
 	kubeconfig    string
 	kubeconfigEnv string
 	context       string
+
+	// clients holds one client per cluster for the run: discovery and
+	// REST mapping are done once, whatever the number of its targets.
+	mu      sync.Mutex
+	clients map[string]*kube.Client
 }
 
 func (c *clusterFlags) register(f *pflag.FlagSet) {
@@ -27,9 +33,32 @@ func (c *clusterFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&c.context, "context", "", "kubeconfig context")
 }
 
-// client builds the cluster client of a target: its ferry.yaml settings
-// first, then the flags, then $KUBECONFIG.
+// client returns the cluster client of a target (its ferry.yaml settings
+// first, then the flags, then $KUBECONFIG), built once per cluster and
+// shared by the run's targets of that cluster.
 func (c *clusterFlags) client(e *env, t *config.Target) (*kube.Client, error) {
+	opts, err := c.clientOptions(e, t)
+	if err != nil {
+		return nil, err
+	}
+	key := strings.Join([]string{opts.Kubeconfig, string(opts.KubeconfigData), opts.Context}, "\x00")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.clients[key]; ok {
+		return cl, nil
+	}
+	cl, err := kube.NewClient(opts)
+	if err != nil {
+		return nil, err
+	}
+	if c.clients == nil {
+		c.clients = map[string]*kube.Client{}
+	}
+	c.clients[key] = cl
+	return cl, nil
+}
+
+func (c *clusterFlags) clientOptions(e *env, t *config.Target) (kube.ClientOptions, error) {
 	opts := kube.ClientOptions{Context: c.context}
 	if t.Context != "" {
 		opts.Context = t.Context
@@ -47,7 +76,7 @@ func (c *clusterFlags) client(e *env, t *config.Target) (*kube.Client, error) {
 	case envName != "":
 		data := e.getenv(envName)
 		if data == "" {
-			return nil, fmt.Errorf("environment variable %s (kubeconfig content) is empty", envName)
+			return opts, fmt.Errorf("environment variable %s (kubeconfig content) is empty", envName)
 		}
 		opts.KubeconfigData = []byte(data)
 	case c.kubeconfig != "":
@@ -59,7 +88,7 @@ func (c *clusterFlags) client(e *env, t *config.Target) (*kube.Client, error) {
 			opts.Kubeconfig = filepath.Join(home, ".kube", "config")
 		}
 	}
-	return kube.NewClient(opts)
+	return opts, nil
 }
 
 // checkedOut returns the revision being applied or compared: the flag,
