@@ -106,6 +106,11 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 		return cs, err
 	}
 	if !opts.DryRun {
+		// A target already at this revision whose objects are all as
+		// ferry left them costs reads only: no Lease, no inventory write.
+		if done, err := c.alreadyApplied(ctx, objs, opts, cs); done || err != nil {
+			return cs, err
+		}
 		lock, err := c.Acquire(ctx, opts.Target, opts.InventoryNamespace, opts.Lock)
 		if err != nil {
 			return cs, err
@@ -166,11 +171,14 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 		return cs, nil
 	}
 
-	// Superset the inventory before writing anything it must track.
+	// Superset the inventory before writing anything it must track (a
+	// write only when there is something new to track).
 	super := *inv
 	super.GroupKinds, super.Namespaces = union(inv, desired)
-	if err := c.writeInventory(ctx, opts.Target, &super, false); err != nil {
-		return cs, err
+	if !inv.Exists || !sameKinds(super.GroupKinds, inv.GroupKinds) || !sameStrings(super.Namespaces, inv.Namespaces) {
+		if err := c.writeInventory(ctx, opts.Target, &super, false); err != nil {
+			return cs, err
+		}
 	}
 
 	records := map[string]Record{}
@@ -219,6 +227,91 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 		return cs, err
 	}
 	return cs, nil
+}
+
+// alreadyApplied reports a target that this revision has already been
+// applied to and whose objects are all unchanged (same configuration,
+// fields ferry owns as it left them), with nothing to prune and nothing new
+// for the inventory to track. It only reads; cs gets the unchanged objects
+// (and, with Wait, their health). Anything else is left to Apply's locked
+// path, which reads again under the Lease.
+func (c *Client) alreadyApplied(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions, cs *ChangeSet) (bool, error) {
+	inv, err := c.ReadInventory(ctx, opts.Target, opts.InventoryNamespace)
+	if err != nil || !inv.Exists || opts.Revision == "" || inv.Revision != opts.Revision {
+		return false, nil // the locked path reports errors
+	}
+	desired, leftOut, err := c.prepare(objs, inv.ID, opts.LeaveOut, opts.Provided)
+	if err != nil {
+		return false, nil
+	}
+	for _, o := range desired {
+		if o.mapping == nil {
+			return false, nil // a kind whose CRD is not served yet
+		}
+	}
+	live, err := c.listMembers(ctx, inv, desired)
+	if err != nil {
+		return false, nil
+	}
+	for _, o := range desired {
+		o.live = live[o.key]
+	}
+	prune, kept, err := prunable(live, desired, opts)
+	if err != nil || len(prune) > 0 || len(kept) > 0 {
+		return false, nil
+	}
+	toApply, unchanged := splitUnchanged(desired, inv)
+	if len(toApply) > 0 || len(inv.Records) != len(unchanged) {
+		return false, nil
+	}
+	gks, nss := union(&Inventory{Namespace: inv.Namespace}, desired)
+	if !sameKinds(gks, inv.GroupKinds) || !sameStrings(nss, inv.Namespaces) {
+		return false, nil
+	}
+	cs.PreviousRevision = inv.Revision
+	cs.Changes = append(cs.Changes, leftOut...)
+	for _, o := range unchanged {
+		cs.Changes = append(cs.Changes, Change{Object: o.id, Action: Unchanged})
+	}
+	sortChanges(cs.Changes)
+	if opts.Wait {
+		var err error
+		cs.NotReady, err = c.wait(ctx, desired, opts.Timeout)
+		return true, err
+	}
+	return true, nil
+}
+
+func sameKinds(a, b []schema.GroupKind) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	set := map[schema.GroupKind]bool{}
+	for _, gk := range a {
+		set[gk] = true
+	}
+	for _, gk := range b {
+		if !set[gk] {
+			return false
+		}
+	}
+	return true
+}
+
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	set := map[string]bool{}
+	for _, s := range a {
+		set[s] = true
+	}
+	for _, s := range b {
+		if !set[s] {
+			return false
+		}
+	}
+	return true
 }
 
 // reachable fails fast, with the server's address, when the API server
