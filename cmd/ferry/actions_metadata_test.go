@@ -34,6 +34,8 @@ var stepOutputs = map[string][][2]string{
 	},
 	"plan": {
 		{"matrix", `JSON object whose "include" lists the affected targets ({"target", "cluster", "why"}): give strategy.matrix.include the fromJSON of this output's include.`},
+		{"clusters", `JSON object whose "include" lists one entry per cluster ({"cluster", "targets"}, the targets comma-separated in dependency order): a per-cluster matrix, one job applying a cluster's targets in one run.`},
+		{"targets", `JSON list of the names of the affected targets ("[]" when none).`},
 	},
 	"apply": {
 		{"applied", `Number of objects created or changed (in a dry run: that would be).`},

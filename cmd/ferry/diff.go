@@ -231,10 +231,43 @@ type plannedTarget struct {
 // as is by `strategy.matrix: ${{ fromJSON(...) }}`.
 func marshalPlan(p *diff.Plan) ([]byte, error) {
 	out := struct {
-		Include []plannedTarget `json:"include"`
-	}{Include: []plannedTarget{}}
+		Include  []plannedTarget  `json:"include"`
+		Clusters []plannedCluster `json:"clusters"`
+	}{Include: []plannedTarget{}, Clusters: clusterPlan(p)}
 	for _, a := range p.Affected {
 		out.Include = append(out.Include, plannedTarget{a.Name, a.Cluster, a.Why})
 	}
 	return json.Marshal(out)
+}
+
+// plannedCluster is one entry of plan's per-cluster matrix: a cluster and
+// its affected targets in dependency order, comma-separated as the apply
+// step's targets input takes them, so one job applies a cluster's targets
+// in one run.
+type plannedCluster struct {
+	Cluster string `json:"cluster"`
+	Targets string `json:"targets"`
+}
+
+// clusterPlan groups the affected targets that still exist at head by
+// cluster, clusters in the order their first target comes.
+func clusterPlan(p *diff.Plan) []plannedCluster {
+	out := []plannedCluster{}
+	at := map[string]int{}
+	for _, a := range p.Affected {
+		if a.Removed() {
+			continue // nothing of it to apply
+		}
+		i, ok := at[a.Cluster]
+		if !ok {
+			i = len(out)
+			at[a.Cluster] = i
+			out = append(out, plannedCluster{Cluster: a.Cluster})
+		}
+		if out[i].Targets != "" {
+			out[i].Targets += ","
+		}
+		out[i].Targets += a.Name
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -179,5 +180,42 @@ func TestDiffWithABrokenDependency(t *testing.T) {
 	plan := ferry(t, nil, "plan", "--repo", p.dir, "--base", base, "--head", head)
 	if plan.code != 0 || !strings.Contains(plan.stdout, `"target":"exporter"`) || !strings.Contains(plan.stdout, `"target":"web"`) {
 		t.Errorf("plan: exit %d: %s%s", plan.code, plan.stdout, plan.stderr)
+	}
+}
+
+// A push that touches what targets of two clusters share gives plan's
+// per-cluster matrix two entries, each listing that cluster's affected
+// targets in dependency order (the deploy workflows run one job each).
+func TestPlanPerCluster(t *testing.T) {
+	p, base := newPRRepo(t, "fleet", nil)
+	p.replace(t, "infrastructure/controllers/ingress/deployment.yaml", "replicas: 2", "replicas: 3")
+	p.replace(t, "apps/base/podinfo/service.yaml", "port: 80", "port: 8080")
+	head := p.commit(t, "a shared base and shared infrastructure")
+	dir := t.TempDir()
+	output := filepath.Join(dir, "output")
+	res := ferry(t, map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": output, "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")},
+		"plan", "--repo", p.dir, "--base", base, "--head", head, "--no-decrypt")
+	if res.code != 0 {
+		t.Fatalf("plan: exit %d: %s", res.code, res.stderr)
+	}
+	var out struct {
+		Clusters []plannedCluster `json:"clusters"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
+		t.Fatalf("%v\n%s", err, res.stdout)
+	}
+	want := []plannedCluster{
+		{Cluster: "production", Targets: "production/infra-controllers,production/apps"},
+		{Cluster: "staging", Targets: "staging/infra-controllers,staging/apps"},
+	}
+	if diff := cmp.Diff(want, out.Clusters); diff != "" {
+		t.Errorf("plan's clusters (-want +got):\n%s\n%s", diff, res.stdout)
+	}
+	outs := parseOutputs(t, output)
+	var matrix struct {
+		Include []plannedCluster `json:"include"`
+	}
+	if err := json.Unmarshal([]byte(outs["clusters"]), &matrix); err != nil || !cmp.Equal(want, matrix.Include) {
+		t.Errorf("step output clusters = %q (%v), want the include of %v", outs["clusters"], err, want)
 	}
 }

@@ -29,9 +29,15 @@ workflow matrix:
 
   {"include":[{"target":"stage","why":"changed: apps/stage/patch.yaml"}]}
 
-Inside Actions the same JSON is the step output "matrix", and "targets" is
-the JSON list of their names (empty when nothing is affected: guard the
-matrix job with if: steps.plan.outputs.targets != '[]').
+Its "clusters" list groups the affected targets per cluster, in dependency
+order, for one job per cluster that applies them in one run:
+
+  {"include":[...],"clusters":[{"cluster":"staging","targets":"staging/infra,staging/apps"}]}
+
+Inside Actions the same JSON is the step output "matrix", "clusters" is
+{"include": <the clusters list>} for a per-cluster matrix, and "targets" is
+the JSON list of the affected targets' names (empty when nothing is
+affected: guard the matrix job with if: steps.plan.outputs.targets != '[]').
 
 Exit status: 0 listed (possibly none), 2 any error.`,
 		Example: `  # in a workflow step, for strategy.matrix: ${{ fromJSON(steps.plan.outputs.matrix) }}
@@ -61,8 +67,15 @@ Exit status: 0 listed (possibly none), 2 any error.`,
 				names = append(names, a.Name)
 			}
 			nb, _ := json.Marshal(names)
+			cb, err := json.Marshal(struct {
+				Include []plannedCluster `json:"include"`
+			}{clusterPlan(p)})
+			if err != nil {
+				return err
+			}
 			e.output("matrix", string(b))
 			e.output("targets", string(nb))
+			e.output("clusters", string(cb))
 			return nil
 		},
 	}

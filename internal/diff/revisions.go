@@ -64,6 +64,9 @@ type Affected struct {
 	base, head *config.Target
 }
 
+// Removed reports a target the head no longer has.
+func (a Affected) Removed() bool { return a.head == nil && a.base != nil }
+
 // revisions is the two sides exported from the object database, removed
 // by cleanup.
 type revisions struct {
