@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/kube"
@@ -22,6 +20,7 @@ type applyOptions struct {
 	revision         string
 	format           string
 	allowRemoteBases bool
+	parallel         int
 	apply            kube.ApplyOptions
 }
 
@@ -87,6 +86,7 @@ Exit status: 0 applied, 2 any error (nothing is written when preflight fails).`,
 	f.StringVar(&a.InventoryNamespace, "inventory-namespace", a.InventoryNamespace, "namespace of the inventory Secrets and Leases")
 	f.DurationVar(&a.Lock.Wait, "lock-timeout", a.Lock.Wait, "how long to wait for another run of the same target")
 	f.IntVar(&a.Concurrency, "concurrency", a.Concurrency, "requests in flight within a wave")
+	f.IntVar(&o.parallel, "parallel", 4, "targets applied at once, where none waits for another")
 	return cmd
 }
 
@@ -127,60 +127,34 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	}
 
 	revision, isAncestor := checkedOut(e, repo.Root, o.revision)
-	optsOf := func(t *config.Target, provided []*unstructured.Unstructured) kube.ApplyOptions {
+	fleet := make([]kube.FleetTarget, len(targets))
+	var clientErrs []error
+	for i, t := range targets {
+		client, err := o.cluster.client(e, t)
+		if err != nil {
+			clientErrs = append(clientErrs, fmt.Errorf("target %q: %w", t.Name, err))
+		}
 		opts := o.apply
-		opts.Target = t.Name
 		opts.Revision = revision
 		opts.IsAncestor = isAncestor
 		opts.Prune = opts.Prune || t.Prune
-		opts.Provided = provided
-		return opts
+		fleet[i] = kube.FleetTarget{Name: t.Name, Cluster: t.Cluster, DependsOn: t.DependsOn, Client: client, Objects: results[i].Set.Objects, Options: opts}
+	}
+	if len(clientErrs) > 0 {
+		return fmt.Errorf("nothing was applied: %w", errors.Join(clientErrs...))
 	}
 	// Invariant 1 across targets: with several targets, every one is
 	// preflighted (mapped, dry-run, guards evaluated) before the first
 	// write to any cluster. One target's Apply does that by itself.
 	if len(targets) > 1 && !o.apply.DryRun {
-		if err := preflightAll(ctx, e, o, targets, results, optsOf); err != nil {
+		if err := kube.PreflightFleet(ctx, fleet); err != nil {
 			return fmt.Errorf("nothing was applied: %w", err)
 		}
 	}
-
-	// Targets apply in dependency order. A target that fails stops the
-	// targets that depend on it (they are reported as not attempted, and
-	// why); the others still apply.
-	var sets []*kube.ChangeSet
-	var errs []error
-	provided := map[string][]*unstructured.Unstructured{} // by cluster
-	failed := map[string]string{}                         // target -> what became of it
-	for i, t := range targets {
-		if ctx.Err() != nil {
-			errs = append(errs, ctx.Err())
-			break
-		}
-		if dep, why := blockedBy(t, failed); dep != "" {
-			sets = append(sets, &kube.ChangeSet{Target: t.Name, Revision: revision, NotAttempted: fmt.Sprintf("depends on target %s, which %s", dep, why)})
-			failed[t.Name] = "was not attempted"
-			continue
-		}
-		opts := optsOf(t, provided[t.Cluster])
-		client, err := o.cluster.client(e, t)
-		var cs *kube.ChangeSet
-		if err == nil {
-			cs, err = client.Apply(ctx, results[i].Set.Objects, opts)
-		}
-		if cs == nil {
-			cs = &kube.ChangeSet{Target: t.Name, Revision: revision}
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("target %q: %w", t.Name, err))
-			cs.Error = err.Error()
-			failed[t.Name] = "failed"
-		} else {
-			provided[t.Cluster] = append(provided[t.Cluster], runObjects(results[i].Set.Objects)...)
-		}
-		sets = append(sets, cs)
-	}
-	applyErr := errors.Join(errs...)
+	// Targets apply by the dependency graph, independent ones concurrently;
+	// a target that fails stops the targets waiting for it (reported as not
+	// attempted, and why), the others still apply.
+	sets, applyErr := kube.ApplyFleet(ctx, fleet, o.parallel)
 	// The API server's messages may quote what it was sent.
 	e.masker.Redact(sets)
 	var out strings.Builder
@@ -194,56 +168,6 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	e.output("pruned", countChanges(sets, kube.Pruned))
 	e.summary(markdownChangeSets(sets))
 	return applyErr
-}
-
-// blockedBy names the first dependency of t that did not apply, and what
-// became of it.
-func blockedBy(t *config.Target, failed map[string]string) (string, string) {
-	for _, d := range t.DependsOn {
-		if why, ok := failed[d]; ok {
-			return d, why
-		}
-	}
-	return "", ""
-}
-
-// preflightAll dry-runs every target in order, each seeing the CRDs and
-// Namespaces the targets before it on its cluster would create, and
-// reports every failure of every target (each error names its target and
-// objects). Nothing is written: no lease, no inventory.
-func preflightAll(ctx context.Context, e *env, o *applyOptions, targets []*config.Target, results []*render.Result, optsOf func(*config.Target, []*unstructured.Unstructured) kube.ApplyOptions) error {
-	var errs []error
-	provided := map[string][]*unstructured.Unstructured{}
-	for i, t := range targets {
-		client, err := o.cluster.client(e, t)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("target %q: %w", t.Name, err))
-			continue
-		}
-		opts := optsOf(t, provided[t.Cluster])
-		opts.DryRun = true
-		provided[t.Cluster] = append(provided[t.Cluster], runObjects(results[i].Set.Objects)...)
-		if _, err := client.Apply(ctx, results[i].Set.Objects, opts); err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			errs = append(errs, fmt.Errorf("target %q: %w", t.Name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// runObjects are the objects of a render that later targets of the run
-// may need: its CRDs and Namespaces.
-func runObjects(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, u := range objs {
-		gvk := u.GroupVersionKind()
-		if gvk.Group == "" && gvk.Kind == "Namespace" || gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition" {
-			out = append(out, u)
-		}
-	}
-	return out
 }
 
 func printChangeSets(w io.Writer, sets []*kube.ChangeSet, format string) error {

@@ -1,0 +1,217 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-ci/ferry/internal/manifest"
+)
+
+// FleetTarget is one target of a run over several.
+type FleetTarget struct {
+	Name    string
+	Cluster string
+	// DependsOn names the targets of the run this one applies after.
+	DependsOn []string
+	Client    *Client
+	Objects   []*unstructured.Unstructured
+	// Options are the target's; Target and Provided are set by the fleet.
+	Options ApplyOptions
+}
+
+// fleetGraph is a run's targets with what each must wait for: its
+// dependsOn, and the earlier targets of its cluster whose Namespaces or
+// CRDs its objects use (so a target never waits for nothing nor runs
+// before what it needs, whether or not the repository says dependsOn).
+type fleetGraph struct {
+	targets []FleetTarget
+	after   [][]int // indexes each target waits for
+}
+
+func newFleetGraph(targets []FleetTarget) (*fleetGraph, error) {
+	g := &fleetGraph{targets: targets, after: make([][]int, len(targets))}
+	index := map[string]int{}
+	for i, t := range targets {
+		index[t.Name] = i
+	}
+	namespaceBy := map[string]map[string]int{} // cluster -> namespace -> target
+	kindBy := map[string]map[string]int{}      // cluster -> group/kind -> target
+	for i, t := range targets {
+		seen := map[int]bool{}
+		wait := func(j int) {
+			if j != i && !seen[j] {
+				seen[j] = true
+				g.after[i] = append(g.after[i], j)
+			}
+		}
+		for _, d := range t.DependsOn {
+			j, ok := index[d]
+			if !ok {
+				continue // not selected: assumed applied before
+			}
+			if j > i {
+				return nil, fmt.Errorf("target %q depends on %q, which comes after it", t.Name, d)
+			}
+			wait(j)
+		}
+		for _, u := range t.Objects {
+			if j, ok := namespaceBy[t.Cluster][u.GetNamespace()]; ok {
+				wait(j)
+			}
+			gvk := u.GroupVersionKind()
+			if j, ok := kindBy[t.Cluster][gvk.Group+"/"+gvk.Kind]; ok {
+				wait(j)
+			}
+		}
+		for _, u := range runObjects(t.Objects) {
+			if namespaceBy[t.Cluster] == nil {
+				namespaceBy[t.Cluster], kindBy[t.Cluster] = map[string]int{}, map[string]int{}
+			}
+			if u.GetKind() == "Namespace" {
+				if _, ok := namespaceBy[t.Cluster][u.GetName()]; !ok {
+					namespaceBy[t.Cluster][u.GetName()] = i
+				}
+				continue
+			}
+			group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+			kind, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
+			if _, ok := kindBy[t.Cluster][group+"/"+kind]; !ok {
+				kindBy[t.Cluster][group+"/"+kind] = i
+			}
+		}
+	}
+	return g, nil
+}
+
+// provided are the Namespaces and CRDs of everything target i waits for,
+// directly or not: what exists by the time it applies.
+func (g *fleetGraph) provided(i int) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	seen := map[int]bool{}
+	var walk func(j int)
+	walk = func(j int) {
+		for _, k := range g.after[j] {
+			if !seen[k] {
+				seen[k] = true
+				walk(k)
+				if g.targets[k].Cluster == g.targets[i].Cluster {
+					out = append(out, runObjects(g.targets[k].Objects)...)
+				}
+			}
+		}
+	}
+	walk(i)
+	return out
+}
+
+// PreflightFleet dry-runs every target (mapping, server dry-run, rollback
+// and mass-prune guards), each seeing the Namespaces and CRDs of the
+// targets it waits for, and reports every failure of every target, each
+// naming its target. It writes nothing: no Lease, no inventory.
+func PreflightFleet(ctx context.Context, targets []FleetTarget) error {
+	g, err := newFleetGraph(targets)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i, t := range targets {
+		if t.Client == nil {
+			continue // the caller reports why it has none
+		}
+		opts := t.Options
+		opts.Target, opts.Provided, opts.DryRun = t.Name, g.provided(i), true
+		if _, err := t.Client.Apply(ctx, t.Objects, opts); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			errs = append(errs, fmt.Errorf("target %q: %w", t.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ApplyFleet applies the targets, in the given (dependency) order where
+// they wait for each other and concurrently where they do not, at most
+// parallel at a time. A target starts once everything it waits for has
+// applied; one that fails stops the targets waiting for it (a ChangeSet
+// with NotAttempted says why), while the others go on. The change sets
+// come back in the targets' order; the error joins every failure.
+func ApplyFleet(ctx context.Context, targets []FleetTarget, parallel int) ([]*ChangeSet, error) {
+	g, err := newFleetGraph(targets)
+	if err != nil {
+		return nil, err
+	}
+	if parallel < 1 {
+		parallel = 1
+	}
+	sets := make([]*ChangeSet, len(targets))
+	errs := make([]error, len(targets))
+	done := make([]chan struct{}, len(targets))
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i := range targets {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			defer close(done[i])
+			t := targets[i]
+			for _, j := range g.after[i] {
+				<-done[j]
+				if errs[j] != nil || sets[j].NotAttempted != "" {
+					why := "failed"
+					if sets[j].NotAttempted != "" {
+						why = "was not attempted"
+					}
+					reason := fmt.Sprintf("depends on target %s, which %s", targets[j].Name, why)
+					if !slices.Contains(t.DependsOn, targets[j].Name) {
+						reason = fmt.Sprintf("needs the Namespaces or CRDs of target %s, which %s", targets[j].Name, why)
+					}
+					sets[i] = &ChangeSet{Target: t.Name, Revision: t.Options.Revision, NotAttempted: reason}
+					return
+				}
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				sets[i] = &ChangeSet{Target: t.Name, Revision: t.Options.Revision, NotAttempted: "the run was stopped"}
+				errs[i] = fmt.Errorf("target %q: %w", t.Name, ctx.Err())
+				return
+			}
+			defer func() { <-sem }()
+			opts := t.Options
+			opts.Target, opts.Provided = t.Name, g.provided(i)
+			cs, err := t.Client.Apply(ctx, t.Objects, opts)
+			if cs == nil {
+				cs = &ChangeSet{Target: t.Name, Revision: opts.Revision}
+			}
+			if err != nil {
+				cs.Error = err.Error()
+				errs[i] = fmt.Errorf("target %q: %w", t.Name, err)
+			}
+			sets[i] = cs
+		}(i)
+	}
+	wg.Wait()
+	return sets, errors.Join(errs...)
+}
+
+// runObjects are the objects of a render that later targets may need: its
+// Namespaces and CRDs.
+func runObjects(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		if gvk.Group == "" && gvk.Kind == "Namespace" || manifest.Wave(u) == 0 {
+			out = append(out, u)
+		}
+	}
+	return out
+}
