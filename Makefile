@@ -6,7 +6,7 @@ TESTBIN := $(CURDIR)/.cache/testbin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build image example test tools controlplane gitea vet bench bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan registry crane clean
+.PHONY: build image example test tools controlplane gitea vet bench bench-render bench-discover bench-hostile bench-apply bench-fleet bench-diff bench-drift bench-scan registry crane clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ferry ./cmd/ferry
@@ -45,7 +45,7 @@ vet:
 test: tools controlplane gitea registry vet
 	FERRY_TESTBIN=$(TESTBIN) $(GO) test -count=1 ./...
 
-bench: bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan
+bench: bench-render bench-discover bench-hostile bench-apply bench-fleet bench-diff bench-drift bench-scan
 
 bench-render: build tools
 	bench/render.sh
@@ -73,6 +73,12 @@ bench-diff: build tools
 # the test control plane. Numbers, not a test: nothing asserts a speed.
 bench-apply: build controlplane
 	$(GO) run ./bench/apply
+
+# Fleet apply benchmark: ferry apply of 50 targets x 20 objects against
+# kustomize build of each overlay + one kubectl apply --server-side, on the
+# test control plane: first apply, one object changed, nothing changed.
+bench-fleet: build tools controlplane
+	$(GO) run ./bench/fleet
 
 # Drift benchmark: ferry drift against kubectl diff --server-side over the
 # same 1,000 applied objects, 10 of them drifted, on the test control plane.

@@ -146,15 +146,16 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	// Invariant 1 across targets: with several targets, every one is
 	// preflighted (mapped, dry-run, guards evaluated) before the first
 	// write to any cluster. One target's Apply does that by itself.
+	var plan *kube.FleetPlan
 	if len(targets) > 1 && !o.apply.DryRun {
-		if err := kube.PreflightFleet(ctx, fleet); err != nil {
+		if plan, err = kube.PreflightFleet(ctx, fleet, o.parallel); err != nil {
 			return fmt.Errorf("nothing was applied: %w", err)
 		}
 	}
 	// Targets apply by the dependency graph, independent ones concurrently;
 	// a target that fails stops the targets waiting for it (reported as not
 	// attempted, and why), the others still apply.
-	sets, applyErr := kube.ApplyFleet(ctx, fleet, o.parallel)
+	sets, applyErr := kube.ApplyFleet(ctx, fleet, plan, o.parallel)
 	// The API server's messages may quote what it was sent.
 	e.masker.Redact(sets)
 	var out strings.Builder

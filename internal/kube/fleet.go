@@ -109,30 +109,74 @@ func (g *fleetGraph) provided(i int) []*unstructured.Unstructured {
 	return out
 }
 
+// FleetPlan is what PreflightFleet found: the targets already at the
+// revision being applied with nothing to do, and their change sets, so
+// ApplyFleet does not read them again.
+type FleetPlan struct {
+	done []*ChangeSet // by target index; nil: to apply
+}
+
 // PreflightFleet dry-runs every target (mapping, server dry-run, rollback
 // and mass-prune guards), each seeing the Namespaces and CRDs of the
 // targets it waits for, and reports every failure of every target, each
 // naming its target. It writes nothing: no Lease, no inventory.
-func PreflightFleet(ctx context.Context, targets []FleetTarget) error {
+//
+// The dry-runs do not depend on each other, so up to parallel run at once.
+func PreflightFleet(ctx context.Context, targets []FleetTarget, parallel int) (*FleetPlan, error) {
 	g, err := newFleetGraph(targets)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var errs []error
+	plan := &FleetPlan{done: make([]*ChangeSet, len(targets))}
+	if parallel < 1 {
+		parallel = 1
+	}
+	errs := make([]error, len(targets))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
 	for i, t := range targets {
 		if t.Client == nil {
 			continue // the caller reports why it has none
 		}
-		opts := t.Options
-		opts.Target, opts.Provided, opts.DryRun = t.Name, g.provided(i), true
-		if _, err := t.Client.Apply(ctx, t.Objects, opts); err != nil {
-			if ctx.Err() != nil {
-				return err
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
 			}
-			errs = append(errs, fmt.Errorf("target %q: %w", t.Name, err))
-		}
+			defer func() { <-sem }()
+			opts := t.Options
+			opts.Target, opts.Provided = t.Name, g.provided(i)
+			if !opts.DryRun {
+				// Nothing to do, nothing to check: what a re-run of an
+				// unchanged fleet costs is this target's reads, once.
+				cs := &ChangeSet{Target: t.Name, Revision: opts.Revision}
+				if err := t.Client.reachable(ctx); err != nil {
+					errs[i] = fmt.Errorf("target %q: %w", t.Name, err)
+					return
+				}
+				if done, err := t.Client.alreadyApplied(ctx, t.Objects, opts, cs); done {
+					if err != nil {
+						errs[i] = fmt.Errorf("target %q: %w", t.Name, err)
+					}
+					plan.done[i] = cs
+					return
+				}
+			}
+			opts.DryRun = true
+			if _, err := t.Client.Apply(ctx, t.Objects, opts); err != nil {
+				errs[i] = fmt.Errorf("target %q: %w", t.Name, err)
+			}
+		}()
 	}
-	return errors.Join(errs...)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return plan, errors.Join(errs...)
 }
 
 // ApplyFleet applies the targets, in the given (dependency) order where
@@ -141,7 +185,10 @@ func PreflightFleet(ctx context.Context, targets []FleetTarget) error {
 // applied; one that fails stops the targets waiting for it (a ChangeSet
 // with NotAttempted says why), while the others go on. The change sets
 // come back in the targets' order; the error joins every failure.
-func ApplyFleet(ctx context.Context, targets []FleetTarget, parallel int) ([]*ChangeSet, error) {
+//
+// plan, from PreflightFleet (nil without one), spares the targets it found
+// with nothing to do.
+func ApplyFleet(ctx context.Context, targets []FleetTarget, plan *FleetPlan, parallel int) ([]*ChangeSet, error) {
 	g, err := newFleetGraph(targets)
 	if err != nil {
 		return nil, err
@@ -177,6 +224,10 @@ func ApplyFleet(ctx context.Context, targets []FleetTarget, parallel int) ([]*Ch
 					sets[i] = &ChangeSet{Target: t.Name, Revision: t.Options.Revision, NotAttempted: reason}
 					return
 				}
+			}
+			if plan != nil && plan.done[i] != nil {
+				sets[i] = plan.done[i]
+				return
 			}
 			select {
 			case sem <- struct{}{}:

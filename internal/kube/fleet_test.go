@@ -176,13 +176,14 @@ spec:
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := kube.PreflightFleet(ctx, fleet); err != nil {
+	plan, err := kube.PreflightFleet(ctx, fleet, 4)
+	if err != nil {
 		t.Fatalf("preflight: %v", err)
 	}
 	if len(log.writes) > 0 {
 		t.Fatalf("the preflight wrote: %v", log.writes)
 	}
-	sets, err := kube.ApplyFleet(ctx, fleet, 4)
+	sets, err := kube.ApplyFleet(ctx, fleet, plan, 4)
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -205,10 +206,11 @@ spec:
 	log.mu.Lock()
 	log.writes, log.barrier = nil, 0
 	log.mu.Unlock()
-	if err := kube.PreflightFleet(ctx, fleet); err != nil {
+	plan, err = kube.PreflightFleet(ctx, fleet, 4)
+	if err != nil {
 		t.Fatalf("preflight of the re-apply: %v", err)
 	}
-	again, err := kube.ApplyFleet(ctx, fleet, 4)
+	again, err := kube.ApplyFleet(ctx, fleet, plan, 4)
 	if err != nil {
 		t.Fatalf("re-apply: %v", err)
 	}
