@@ -7,7 +7,8 @@
 // changed. Each tool has its own namespaces, so neither touches the
 // other's objects. Prints wall times and ratios; nothing asserts a speed.
 //
-// Usage: go run ./bench/fleet [-rounds N]   (make bench-fleet builds ferry)
+// Usage: go run ./bench/fleet [-rounds N]   (make bench-fleet builds ferry;
+// FERRY_ARGS adds flags to ferry apply, e.g. FERRY_ARGS="--parallel 8")
 package main
 
 import (
@@ -116,7 +117,9 @@ func run(ctx context.Context, rounds int) error {
 func (t tools) apply(ctx context.Context, tool, repo, rev string) (time.Duration, error) {
 	start := time.Now()
 	if tool == "ferry" {
-		_, err := t.cmd(ctx, t.ferry, "apply", "--repo", repo, "--kubeconfig", t.kubeconfig, "--revision", rev)
+		// Each round's inventories apart (the target names repeat).
+		inv := filepath.Base(repo) + "-inventory"
+		_, err := t.cmd(ctx, t.ferry, append([]string{"apply", "--repo", repo, "--kubeconfig", t.kubeconfig, "--revision", rev, "--inventory-namespace", inv}, strings.Fields(os.Getenv("FERRY_ARGS"))...)...)
 		return time.Since(start), err
 	}
 	var all strings.Builder

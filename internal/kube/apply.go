@@ -60,6 +60,8 @@ type ApplyOptions struct {
 	// target's own, instead of failing a dry-run that runs before they
 	// exist (a preflight of every target before the first write).
 	Provided []*unstructured.Unstructured
+
+	checkedNoop bool // alreadyApplied said no (set by ApplyFleet)
 }
 
 // DefaultApplyOptions returns the options a plain `ferry apply` uses.
@@ -108,8 +110,11 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 	if !opts.DryRun {
 		// A target already at this revision whose objects are all as
 		// ferry left them costs reads only: no Lease, no inventory write.
-		if done, err := c.alreadyApplied(ctx, objs, opts, cs); done || err != nil {
-			return cs, err
+		// (PreflightFleet has asked already for the targets it hands on.)
+		if !opts.checkedNoop {
+			if done, err := c.alreadyApplied(ctx, objs, opts, cs); done || err != nil {
+				return cs, err
+			}
 		}
 		lock, err := c.Acquire(ctx, opts.Target, opts.InventoryNamespace, opts.Lock)
 		if err != nil {
@@ -317,9 +322,13 @@ func sameStrings(a, b []string) bool {
 // reachable fails fast, with the server's address, when the API server
 // cannot be reached.
 func (c *Client) reachable(ctx context.Context) error {
+	if c.reached.Load() {
+		return nil // once per client: the targets of a run share it
+	}
 	if err := c.clientset.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.Host, err)
 	}
+	c.reached.Store(true)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
@@ -43,6 +44,9 @@ type Client struct {
 	// namespace is the kubeconfig context's namespace, used for namespaced
 	// objects that name none.
 	namespace string
+	// reached is set once the API server has answered: the targets of a
+	// run share the client and need not ask again.
+	reached atomic.Bool
 }
 
 // NewClient builds a client from kubeconfig content or a kubeconfig path.

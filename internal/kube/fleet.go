@@ -239,6 +239,7 @@ func ApplyFleet(ctx context.Context, targets []FleetTarget, plan *FleetPlan, par
 			defer func() { <-sem }()
 			opts := t.Options
 			opts.Target, opts.Provided = t.Name, g.provided(i)
+			opts.checkedNoop = plan != nil
 			cs, err := t.Client.Apply(ctx, t.Objects, opts)
 			if cs == nil {
 				cs = &ChangeSet{Target: t.Name, Revision: opts.Revision}
