@@ -244,17 +244,28 @@ func (c *copier) dir(p, dest, base string) error {
 	})
 }
 
+// read reads the file p of the source, bounded like every file ferry
+// reads (one byte past the bound tells it was larger), and names it as
+// reports do.
+func (c *copier) read(p string) (origin string, data []byte, err error) {
+	origin = path.Join(c.src.Prefix, p)
+	f, err := c.root.Open(p)
+	if err != nil {
+		return origin, nil, err
+	}
+	defer f.Close()
+	if data, err = io.ReadAll(io.LimitReader(f, manifest.MaxFileSize+1)); err != nil {
+		return origin, nil, fmt.Errorf("%s: %w", origin, err)
+	}
+	if len(data) > manifest.MaxFileSize {
+		return origin, nil, &manifest.LimitError{File: origin, Reason: fmt.Sprintf("file is more than the %d bytes ferry reads", manifest.MaxFileSize)}
+	}
+	return origin, data, nil
+}
+
 // file copies (or merges) the file p of the source to dest.
 func (c *copier) file(p, dest string) error {
-	origin := path.Join(c.src.Prefix, p)
-	fi, err := c.root.Stat(p)
-	if err != nil {
-		return err
-	}
-	if fi.Size() > manifest.MaxFileSize {
-		return &manifest.LimitError{File: origin, Reason: fmt.Sprintf("file is %d bytes, more than the %d ferry reads", fi.Size(), manifest.MaxFileSize)}
-	}
-	data, err := c.root.ReadFile(p)
+	origin, data, err := c.read(p)
 	if err != nil {
 		return err
 	}
@@ -498,15 +509,7 @@ func isTarball(p string) bool {
 // folders only (links are skipped), no entry leaving dest, at most budget
 // bytes in all.
 func (c *copier) extract(p, dest string, budget *int64) error {
-	origin := path.Join(c.src.Prefix, p)
-	fi, err := c.root.Stat(p)
-	if err != nil {
-		return err
-	}
-	if fi.Size() > manifest.MaxFileSize {
-		return &manifest.LimitError{File: origin, Reason: fmt.Sprintf("file is %d bytes, more than the %d ferry reads", fi.Size(), manifest.MaxFileSize)}
-	}
-	data, err := c.root.ReadFile(p)
+	origin, data, err := c.read(p)
 	if err != nil {
 		return err
 	}
