@@ -77,22 +77,20 @@ func (r *Repo) resolveArtifact(t *Target, ns, name string, self map[string]bool)
 		if sns == "" {
 			sns = ga.namespace
 		}
-		probe := &Target{Namespace: sns, Kustomization: &unstructured.Unstructured{Object: map[string]any{
-			"spec": map[string]any{"sourceRef": map[string]any{"kind": s.Kind, "name": s.Name, "namespace": sns}},
-		}}}
 		if s.Kind == "ExternalArtifact" {
 			return fmt.Sprintf("source %s: %s: alias %q is an ExternalArtifact, which ferry does not chain yet", id, gen, s.Alias)
 		}
-		if reason := r.resolveSource(probe, self); reason != "" {
+		dir, reason := r.sourceDir(s.Kind, sns, s.Name, self)
+		if reason != "" {
 			return fmt.Sprintf("source %s: %s: alias %q: %s", id, gen, s.Alias, reason)
 		}
 		prefix := ""
-		if rel, ok := r.within(probe.Root); ok && rel != "." {
+		if rel, ok := r.within(dir); ok && rel != "." {
 			prefix = rel
 		} else if !ok {
-			prefix = relOutside(r.Root, probe.Root)
+			prefix = relOutside(r.Root, dir)
 		}
-		a.Sources[s.Alias] = render.ArtifactSource{Dir: probe.Root, Prefix: prefix}
+		a.Sources[s.Alias] = render.ArtifactSource{Dir: dir, Prefix: prefix}
 	}
 	t.Root = r.Root // files are reported by their sources' paths
 	t.Artifact = a

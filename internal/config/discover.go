@@ -101,12 +101,12 @@ func (r *Repo) discover(ctx context.Context) error {
 			// The root renders from its sync source: this repository, or
 			// a folder ferry.yaml maps it to. One ferry cannot reach
 			// leaves the cluster's Kustomizations to the file scan.
-			sync := &Target{Namespace: namespaceOr(rootKs.GetNamespace()), Kustomization: rootKs}
-			if reason := r.resolveSource(sync, self); reason != "" {
+			kind, ns, name := sourceRef(rootKs, namespaceOr(rootKs.GetNamespace()))
+			var reason string
+			if dir, reason = r.sourceDir(kind, ns, name, self); reason != "" {
 				r.Skipped = append(r.Skipped, Skipped{Name: rootKs.GetName(), Cluster: root.Name, Origin: root.Origin, Reason: "cluster root " + root.Path + ": " + reason})
 				continue
 			}
-			dir = sync.Root
 		}
 		res, err := render.Build(ctx, render.Spec{Name: "cluster root " + root.Path, Root: dir, Kustomization: rootKs}, r.opts)
 		if err != nil {
@@ -381,49 +381,59 @@ func selfSources(objs []FluxObject, roots []clusterRoot) map[string]bool {
 // resolveSource sets the directory a target renders from, or returns why
 // it cannot be rendered.
 func (r *Repo) resolveSource(t *Target, self map[string]bool) string {
-	ref, ok, _ := unstructured.NestedStringMap(t.Kustomization.Object, "spec", "sourceRef")
-	if !ok || ref["name"] == "" {
-		t.Root = r.Root
-		return ""
+	kind, ns, name := sourceRef(t.Kustomization, t.Namespace)
+	if kind == "ExternalArtifact" && name != "" {
+		return r.resolveArtifact(t, ns, name, self)
 	}
-	kind := ref["kind"]
+	dir, reason := r.sourceDir(kind, ns, name, self)
+	t.Root = dir
+	return reason
+}
+
+// sourceRef is a Kustomization's spec.sourceRef: kind (GitRepository when
+// unset), namespace (ns when unset) and name ("" when there is none).
+func sourceRef(ks *unstructured.Unstructured, ns string) (kind, namespace, name string) {
+	ref, _, _ := unstructured.NestedStringMap(ks.Object, "spec", "sourceRef")
+	kind, namespace, name = ref["kind"], ref["namespace"], ref["name"]
 	if kind == "" {
 		kind = "GitRepository"
 	}
-	ns := ref["namespace"]
-	if ns == "" {
-		ns = t.Namespace
+	if namespace == "" {
+		namespace = ns
 	}
-	id := kind + "/" + ns + "/" + ref["name"]
-	if kind == "ExternalArtifact" {
-		return r.resolveArtifact(t, ns, ref["name"], self)
+	return kind, namespace, name
+}
+
+// sourceDir is the folder that holds the content of the source kind
+// ns/name: this repository (no source, or a GitRepository that stands for
+// it), or the folder ferry.yaml sources: maps it to. Otherwise it returns
+// why there is none, with the line to add to ferry.yaml.
+func (r *Repo) sourceDir(kind, ns, name string, self map[string]bool) (string, string) {
+	if name == "" || kind == "GitRepository" && self[name] {
+		return r.Root, ""
 	}
-	if kind == "GitRepository" && self[ref["name"]] {
-		t.Root = r.Root
-		return ""
-	}
+	id := kind + "/" + ns + "/" + name
 	if r.File != nil {
-		key, p, ok := kind+"/"+ref["name"], "", false
+		key, p, ok := kind+"/"+name, "", false
 		if p, ok = r.File.Sources[key]; !ok && kind == "GitRepository" {
-			key = ref["name"]
+			key = name
 			p, ok = r.File.Sources[key]
 		}
 		if ok {
 			dir := filepath.Join(r.Root, filepath.FromSlash(p))
 			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-				return fmt.Sprintf("source %s: ferry.yaml sources %q says it is at %s, which is not a directory", id, key, p)
+				return "", fmt.Sprintf("source %s: ferry.yaml sources %q says it is at %s, which is not a directory", id, key, p)
 			}
-			t.Root = dir
-			return ""
+			return dir, ""
 		}
 	}
 	switch kind {
 	case "GitRepository":
-		return fmt.Sprintf("source %s is another repository: check it out beside this one and add it to ferry.yaml: sources: {%s: ../<checkout>}", id, ref["name"])
+		return "", fmt.Sprintf("source %s is another repository: check it out beside this one and add it to ferry.yaml: sources: {%s: ../<checkout>}", id, name)
 	case "OCIRepository", "Bucket":
-		return fmt.Sprintf("source %s is an artifact ferry does not fetch: if CI builds it from a folder of this repository, add it to ferry.yaml: sources: {%s/%s: ./<folder>}", id, kind, ref["name"])
+		return "", fmt.Sprintf("source %s is an artifact ferry does not fetch: if CI builds it from a folder of this repository, add it to ferry.yaml: sources: {%s/%s: ./<folder>}", id, kind, name)
 	}
-	return "source " + id + ": source kind " + kind + " is not supported yet"
+	return "", "source " + id + ": source kind " + kind + " is not supported yet"
 }
 
 // namespaceOr is ns, or DefaultNamespace when ns is empty.
