@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ferry-ci/ferry/internal/manifest"
 )
@@ -39,8 +40,13 @@ func newFleetGraph(targets []FleetTarget) (*fleetGraph, error) {
 	for i, t := range targets {
 		index[t.Name] = i
 	}
-	namespaceBy := map[string]map[string]int{} // cluster -> namespace -> target
-	kindBy := map[string]map[string]int{}      // cluster -> group/kind -> target
+	type place struct{ cluster, namespace string }
+	type kind struct {
+		cluster string
+		gk      schema.GroupKind
+	}
+	namespaceBy := map[place]int{} // the first target to create each Namespace
+	kindBy := map[kind]int{}       // the first target to define each kind (its CRD)
 	for i, t := range targets {
 		seen := map[int]bool{}
 		wait := func(j int) {
@@ -60,28 +66,23 @@ func newFleetGraph(targets []FleetTarget) (*fleetGraph, error) {
 			wait(j)
 		}
 		for _, u := range t.Objects {
-			if j, ok := namespaceBy[t.Cluster][u.GetNamespace()]; ok {
+			if j, ok := namespaceBy[place{t.Cluster, u.GetNamespace()}]; ok {
 				wait(j)
 			}
-			gvk := u.GroupVersionKind()
-			if j, ok := kindBy[t.Cluster][gvk.Group+"/"+gvk.Kind]; ok {
+			if j, ok := kindBy[kind{t.Cluster, u.GroupVersionKind().GroupKind()}]; ok {
 				wait(j)
 			}
 		}
-		for _, u := range runObjects(t.Objects) {
-			if namespaceBy[t.Cluster] == nil {
-				namespaceBy[t.Cluster], kindBy[t.Cluster] = map[string]int{}, map[string]int{}
-			}
-			if u.GetKind() == "Namespace" {
-				if _, ok := namespaceBy[t.Cluster][u.GetName()]; !ok {
-					namespaceBy[t.Cluster][u.GetName()] = i
+		for _, u := range t.Objects {
+			if gvk := u.GroupVersionKind(); gvk.Group == "" && gvk.Kind == "Namespace" {
+				if _, ok := namespaceBy[place{t.Cluster, u.GetName()}]; !ok {
+					namespaceBy[place{t.Cluster, u.GetName()}] = i
 				}
-				continue
 			}
-			group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
-			kind, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
-			if _, ok := kindBy[t.Cluster][group+"/"+kind]; !ok {
-				kindBy[t.Cluster][group+"/"+kind] = i
+		}
+		for gk := range renderedCRDs(t.Objects) {
+			if _, ok := kindBy[kind{t.Cluster, gk}]; !ok {
+				kindBy[kind{t.Cluster, gk}] = i
 			}
 		}
 	}
