@@ -136,27 +136,16 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 		return cs, err
 	}
 
-	desired, leftOut, err := c.prepare(objs, inv.ID, opts.LeaveOut, opts.Provided)
+	st, err := c.readState(ctx, objs, inv, opts)
 	if err != nil {
 		return cs, err
 	}
-	cs.Changes = append(cs.Changes, leftOut...)
-	live, err := c.listMembers(ctx, inv, desired)
-	if err != nil {
-		return cs, err
-	}
-	for _, o := range desired {
-		o.live = live[o.key]
-	}
-	prune, kept, err := prunable(live, desired, opts)
-	if err != nil {
-		return cs, err
-	}
+	desired, prune, kept, toApply, unchanged := st.desired, st.prune, st.kept, st.toApply, st.unchanged
+	cs.Changes = append(cs.Changes, st.leftOut...)
 
 	// Preflight: every object that can be dry-run now is; the rest need a
 	// Namespace or CRD of this run and are checked against the render now
 	// and dry-run in their wave.
-	toApply, unchanged := splitUnchanged(desired, inv)
 	if err := c.preflight(ctx, toApply, desired, opts); err != nil {
 		return cs, err
 	}
@@ -180,7 +169,7 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 	// write only when there is something new to track).
 	super := *inv
 	super.GroupKinds, super.Namespaces = union(inv, desired)
-	if !inv.Exists || !sameKinds(super.GroupKinds, inv.GroupKinds) || !sameStrings(super.Namespaces, inv.Namespaces) {
+	if !inv.Exists || !sameSet(super.GroupKinds, inv.GroupKinds) || !sameSet(super.Namespaces, inv.Namespaces) {
 		if err := c.writeInventory(ctx, opts.Target, &super, false); err != nil {
 			return cs, err
 		}
@@ -234,6 +223,37 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 	return cs, nil
 }
 
+// targetState is a target's objects, prepared, against the members its
+// inventory names.
+type targetState struct {
+	desired, toApply, unchanged []*object
+	leftOut                     []Change
+	prune, kept                 []*unstructured.Unstructured
+}
+
+// readState prepares objs, reads the live members of the inventory, and
+// sorts the objects into those to apply and those unchanged, and the
+// members into those to prune and those kept.
+func (c *Client) readState(ctx context.Context, objs []*unstructured.Unstructured, inv *Inventory, opts ApplyOptions) (*targetState, error) {
+	st := &targetState{}
+	var err error
+	if st.desired, st.leftOut, err = c.prepare(objs, inv.ID, opts.LeaveOut, opts.Provided); err != nil {
+		return nil, err
+	}
+	live, err := c.listMembers(ctx, inv, st.desired)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range st.desired {
+		o.live = live[o.key]
+	}
+	if st.prune, st.kept, err = prunable(live, st.desired, opts); err != nil {
+		return nil, err
+	}
+	st.toApply, st.unchanged = splitUnchanged(st.desired, inv)
+	return st, nil
+}
+
 // alreadyApplied reports a target that this revision has already been
 // applied to and whose objects are all unchanged (same configuration,
 // fields ferry owns as it left them), with nothing to prune and nothing new
@@ -245,32 +265,15 @@ func (c *Client) alreadyApplied(ctx context.Context, objs []*unstructured.Unstru
 	if err != nil || !inv.Exists || opts.Revision == "" || inv.Revision != opts.Revision {
 		return false, nil // the locked path reports errors
 	}
-	desired, leftOut, err := c.prepare(objs, inv.ID, opts.LeaveOut, opts.Provided)
-	if err != nil {
+	// An object whose kind is not served yet has no live copy, so it is
+	// among those to apply.
+	st, err := c.readState(ctx, objs, inv, opts)
+	if err != nil || len(st.prune) > 0 || len(st.kept) > 0 || len(st.toApply) > 0 || len(inv.Records) != len(st.unchanged) {
 		return false, nil
 	}
-	for _, o := range desired {
-		if o.mapping == nil {
-			return false, nil // a kind whose CRD is not served yet
-		}
-	}
-	live, err := c.listMembers(ctx, inv, desired)
-	if err != nil {
-		return false, nil
-	}
-	for _, o := range desired {
-		o.live = live[o.key]
-	}
-	prune, kept, err := prunable(live, desired, opts)
-	if err != nil || len(prune) > 0 || len(kept) > 0 {
-		return false, nil
-	}
-	toApply, unchanged := splitUnchanged(desired, inv)
-	if len(toApply) > 0 || len(inv.Records) != len(unchanged) {
-		return false, nil
-	}
+	desired, leftOut, unchanged := st.desired, st.leftOut, st.unchanged
 	gks, nss := union(&Inventory{Namespace: inv.Namespace}, desired)
-	if !sameKinds(gks, inv.GroupKinds) || !sameStrings(nss, inv.Namespaces) {
+	if !sameSet(gks, inv.GroupKinds) || !sameSet(nss, inv.Namespaces) {
 		return false, nil
 	}
 	cs.PreviousRevision = inv.Revision
@@ -287,32 +290,17 @@ func (c *Client) alreadyApplied(ctx context.Context, objs []*unstructured.Unstru
 	return true, nil
 }
 
-func sameKinds(a, b []schema.GroupKind) bool {
+// sameSet reports two lists that hold the same elements, each once.
+func sameSet[T comparable](a, b []T) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	set := map[schema.GroupKind]bool{}
-	for _, gk := range a {
-		set[gk] = true
+	set := make(map[T]bool, len(a))
+	for _, x := range a {
+		set[x] = true
 	}
-	for _, gk := range b {
-		if !set[gk] {
-			return false
-		}
-	}
-	return true
-}
-
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	set := map[string]bool{}
-	for _, s := range a {
-		set[s] = true
-	}
-	for _, s := range b {
-		if !set[s] {
+	for _, x := range b {
+		if !set[x] {
 			return false
 		}
 	}
