@@ -43,9 +43,8 @@ run_naive() { # base head
   done
 }
 
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f\n", b - a}'; }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+# shellcheck source=bench/timing.sh
+. bench/timing.sh
 
 bench() { # name base head target
   local name=$1 b=$2 h=$3 target=$4

@@ -19,9 +19,8 @@ kustomize=$PWD/.cache/testbin/kustomize
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f\n", b - a}'; }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+# shellcheck source=bench/timing.sh
+. bench/timing.sh
 
 echo "discovery benchmark: ferry render --list against kustomize build of the cluster roots"
 for n in 2000 5000; do

@@ -32,9 +32,8 @@ run_kustomize() {
   done
 }
 
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f\n", b - a}'; }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+# shellcheck source=bench/timing.sh
+. bench/timing.sh
 
 # Warm-up (page cache, first exec), then alternate the two tools.
 run_ferry; run_kustomize
