@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -61,7 +62,12 @@ type ApplyOptions struct {
 	// exist (a preflight of every target before the first write).
 	Provided []*unstructured.Unstructured
 
-	checkedNoop bool // alreadyApplied said no (set by ApplyFleet)
+	// planned is the target's plan from PreflightFleet: used as it is
+	// when the inventory has not changed since it was read.
+	planned *targetPlan
+	// reads, when set, holds what planning the target reads (set by
+	// PreflightFleet).
+	reads *snapshot
 }
 
 // DefaultApplyOptions returns the options a plain `ferry apply` uses.
@@ -73,6 +79,20 @@ func DefaultApplyOptions() ApplyOptions {
 		Lock:               LockOptions{Wait: 2 * time.Minute, Duration: 60 * time.Second},
 		Concurrency:        16,
 	}
+}
+
+// withDefaults fills in the options a caller left zero.
+func withDefaults(opts ApplyOptions) ApplyOptions {
+	if opts.InventoryNamespace == "" {
+		opts.InventoryNamespace = DefaultInventoryNS
+	}
+	if opts.MassPruneRatio == 0 {
+		opts.MassPruneRatio = 0.5
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 16
+	}
+	return opts
 }
 
 // object is one desired object on its way to the cluster.
@@ -93,15 +113,7 @@ type object struct {
 // within each wave; then, when asked, it waits for health and prunes what
 // the inventory has and the render no longer does.
 func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) (cs *ChangeSet, err error) {
-	if opts.InventoryNamespace == "" {
-		opts.InventoryNamespace = DefaultInventoryNS
-	}
-	if opts.MassPruneRatio == 0 {
-		opts.MassPruneRatio = 0.5
-	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 16
-	}
+	opts = withDefaults(opts)
 	cs = &ChangeSet{Target: opts.Target, Revision: opts.Revision, DryRun: opts.DryRun}
 
 	if err := c.reachable(ctx); err != nil {
@@ -110,8 +122,8 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 	if !opts.DryRun {
 		// A target already at this revision whose objects are all as
 		// ferry left them costs reads only: no Lease, no inventory write.
-		// (PreflightFleet has asked already for the targets it hands on.)
-		if !opts.checkedNoop {
+		// (PreflightFleet has asked already for the targets it plans.)
+		if opts.planned == nil {
 			if done, err := c.alreadyApplied(ctx, objs, opts, cs); done || err != nil {
 				return cs, err
 			}
@@ -127,28 +139,16 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 		}()
 	}
 
-	inv, err := c.ReadInventory(ctx, opts.Target, opts.InventoryNamespace)
+	plan, err := c.lockedPlan(ctx, objs, opts)
+	if plan != nil {
+		cs.PreviousRevision = plan.inv.Revision
+	}
 	if err != nil {
 		return cs, err
 	}
-	cs.PreviousRevision = inv.Revision
-	if err := checkRevision(inv.Revision, opts); err != nil {
-		return cs, err
-	}
-
-	st, err := c.readState(ctx, objs, inv, opts)
-	if err != nil {
-		return cs, err
-	}
+	inv, st := plan.inv, plan.st
 	desired, prune, kept, toApply, unchanged := st.desired, st.prune, st.kept, st.toApply, st.unchanged
 	cs.Changes = append(cs.Changes, st.leftOut...)
-
-	// Preflight: every object that can be dry-run now is; the rest need a
-	// Namespace or CRD of this run and are checked against the render now
-	// and dry-run in their wave.
-	if err := c.preflight(ctx, toApply, desired, opts); err != nil {
-		return cs, err
-	}
 	for _, o := range unchanged {
 		cs.Changes = append(cs.Changes, Change{Object: o.id, Action: Unchanged})
 	}
@@ -240,7 +240,7 @@ func (c *Client) readState(ctx context.Context, objs []*unstructured.Unstructure
 	if st.desired, st.leftOut, err = c.prepare(objs, inv.ID, opts.LeaveOut, opts.Provided); err != nil {
 		return nil, err
 	}
-	live, err := c.listMembers(ctx, inv, st.desired)
+	live, err := c.listMembers(ctx, inv, st.desired, opts.reads)
 	if err != nil {
 		return nil, err
 	}
@@ -252,6 +252,86 @@ func (c *Client) readState(ctx context.Context, objs []*unstructured.Unstructure
 	}
 	st.toApply, st.unchanged = splitUnchanged(st.desired, inv)
 	return st, nil
+}
+
+// targetPlan is one target's apply worked out before anything is
+// written: its inventory as read, its objects against the live members,
+// every check passed.
+type targetPlan struct {
+	inv *Inventory
+	st  *targetState
+}
+
+// planApply reads a target's inventory and live members and runs every
+// check that comes before a write: the rollback guard, mapping, the
+// mass-prune guard, schemas, namespaces, and the server dry-run of what
+// changes. The plan comes back with the error when the inventory was read.
+func (c *Client) planApply(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) (*targetPlan, error) {
+	inv, err := c.readInventory(ctx, opts.Target, opts.InventoryNamespace, opts.reads)
+	if err != nil {
+		return nil, err
+	}
+	p := &targetPlan{inv: inv}
+	if err := checkRevision(inv.Revision, opts); err != nil {
+		return p, err
+	}
+	if p.st, err = c.readState(ctx, objs, inv, opts); err != nil {
+		return p, err
+	}
+	// Every object that can be dry-run now is; the rest need a Namespace
+	// or CRD of this run and are checked against the render now and
+	// dry-run in their wave.
+	return p, c.preflight(ctx, p.st.toApply, p.st.desired, opts)
+}
+
+// lockedPlan is the plan Apply carries out: the one PreflightFleet made,
+// when the inventory is as it was then (no other run wrote it since; the
+// caller holds the Lease), else a new one.
+func (c *Client) lockedPlan(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) (*targetPlan, error) {
+	if p := opts.planned; p != nil && !opts.DryRun {
+		inv, err := c.ReadInventory(ctx, opts.Target, opts.InventoryNamespace)
+		if err != nil {
+			return nil, err
+		}
+		if inv.Exists == p.inv.Exists && inv.ResourceVersion == p.inv.ResourceVersion {
+			return p, nil
+		}
+	}
+	opts.reads = nil // under the Lease, read afresh
+	return c.planApply(ctx, objs, opts)
+}
+
+// noop reports a plan with nothing to do: the target is at this revision
+// already, every object is unchanged (same configuration, fields ferry
+// owns as it left them), nothing is to be pruned or kept, and the
+// inventory tracks exactly the rendered kinds and namespaces.
+func (p *targetPlan) noop(opts ApplyOptions) bool {
+	inv, st := p.inv, p.st
+	if st == nil || !inv.Exists || opts.Revision == "" || inv.Revision != opts.Revision {
+		return false
+	}
+	if len(st.prune) > 0 || len(st.kept) > 0 || len(st.toApply) > 0 || len(inv.Records) != len(st.unchanged) {
+		return false
+	}
+	gks, nss := union(&Inventory{Namespace: inv.Namespace}, st.desired)
+	return sameSet(gks, inv.GroupKinds) && sameSet(nss, inv.Namespaces)
+}
+
+// unchangedSet is the change set of a no-op plan: every object unchanged
+// (and, with Wait, their health).
+func (c *Client) unchangedSet(ctx context.Context, p *targetPlan, opts ApplyOptions, cs *ChangeSet) error {
+	cs.PreviousRevision = p.inv.Revision
+	cs.Changes = append(cs.Changes, p.st.leftOut...)
+	for _, o := range p.st.unchanged {
+		cs.Changes = append(cs.Changes, Change{Object: o.id, Action: Unchanged})
+	}
+	sortChanges(cs.Changes)
+	if opts.Wait {
+		var err error
+		cs.NotReady, err = c.wait(ctx, p.st.desired, opts.Timeout)
+		return err
+	}
+	return nil
 }
 
 // alreadyApplied reports a target that this revision has already been
@@ -268,26 +348,14 @@ func (c *Client) alreadyApplied(ctx context.Context, objs []*unstructured.Unstru
 	// An object whose kind is not served yet has no live copy, so it is
 	// among those to apply.
 	st, err := c.readState(ctx, objs, inv, opts)
-	if err != nil || len(st.prune) > 0 || len(st.kept) > 0 || len(st.toApply) > 0 || len(inv.Records) != len(st.unchanged) {
+	if err != nil {
 		return false, nil
 	}
-	desired, leftOut, unchanged := st.desired, st.leftOut, st.unchanged
-	gks, nss := union(&Inventory{Namespace: inv.Namespace}, desired)
-	if !sameSet(gks, inv.GroupKinds) || !sameSet(nss, inv.Namespaces) {
+	p := &targetPlan{inv: inv, st: st}
+	if !p.noop(opts) {
 		return false, nil
 	}
-	cs.PreviousRevision = inv.Revision
-	cs.Changes = append(cs.Changes, leftOut...)
-	for _, o := range unchanged {
-		cs.Changes = append(cs.Changes, Change{Object: o.id, Action: Unchanged})
-	}
-	sortChanges(cs.Changes)
-	if opts.Wait {
-		var err error
-		cs.NotReady, err = c.wait(ctx, desired, opts.Timeout)
-		return true, err
-	}
-	return true, nil
+	return true, c.unchangedSet(ctx, p, opts, cs)
 }
 
 // sameSet reports two lists that hold the same elements, each once.
@@ -472,6 +540,9 @@ func ownedFieldsHash(u *unstructured.Unstructured) string {
 // preflight dry-runs every object that can be dry-run now. Objects whose
 // Namespace or CRD this run creates are checked against the render.
 func (c *Client) preflight(ctx context.Context, toApply, desired []*object, opts ApplyOptions) error {
+	if len(toApply) == 0 {
+		return nil
+	}
 	namespaces, err := c.clientset.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("cluster %s: listing namespaces: %w", c.Host, err)
@@ -715,6 +786,9 @@ func (c *Client) applyWaves(ctx context.Context, toApply, desired []*object, opt
 // so a kind that is not served yet is asked again until the timeout.
 func (c *Client) resolveDeferred(ctx context.Context, objs []*object, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	if !slices.ContainsFunc(objs, func(o *object) bool { return o.mapping == nil }) {
+		return nil // every kind was known when the run began
+	}
 	for {
 		c.mapper.Reset()
 		var errs []error

@@ -3,6 +3,7 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -47,6 +48,9 @@ type Client struct {
 	// reached is set once the API server has answered: the targets of a
 	// run share the client and need not ask again.
 	reached atomic.Bool
+	// namespaces are the namespaces this client has seen exist or made
+	// (the inventory's, the Leases'), so the targets of a run ask once.
+	namespaces sync.Map
 }
 
 // NewClient builds a client from kubeconfig content or a kubeconfig path.

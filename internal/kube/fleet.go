@@ -114,7 +114,10 @@ func (g *fleetGraph) provided(i int) []*unstructured.Unstructured {
 // revision being applied with nothing to do, and their change sets, so
 // ApplyFleet does not read them again.
 type FleetPlan struct {
-	done []*ChangeSet // by target index; nil: to apply
+	// plans are by target index: each target read and checked.
+	plans []*targetPlan
+	// noop marks the targets with nothing to do.
+	noop []bool
 }
 
 // PreflightFleet dry-runs every target (mapping, server dry-run, rollback
@@ -128,10 +131,11 @@ func PreflightFleet(ctx context.Context, targets []FleetTarget, parallel int) (*
 	if err != nil {
 		return nil, err
 	}
-	plan := &FleetPlan{done: make([]*ChangeSet, len(targets))}
+	plan := &FleetPlan{plans: make([]*targetPlan, len(targets)), noop: make([]bool, len(targets))}
 	if parallel < 1 {
 		parallel = 1
 	}
+	snaps := readSnapshots(ctx, targets)
 	errs := make([]error, len(targets))
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
@@ -149,28 +153,20 @@ func PreflightFleet(ctx context.Context, targets []FleetTarget, parallel int) (*
 				return
 			}
 			defer func() { <-sem }()
-			opts := t.Options
-			opts.Target, opts.Provided = t.Name, g.provided(i)
-			if !opts.DryRun {
-				// Nothing to do, nothing to check: what a re-run of an
-				// unchanged fleet costs is this target's reads, once.
-				cs := &ChangeSet{Target: t.Name, Revision: opts.Revision}
-				if err := t.Client.reachable(ctx); err != nil {
-					errs[i] = fmt.Errorf("target %q: %w", t.Name, err)
-					return
-				}
-				if done, err := t.Client.alreadyApplied(ctx, t.Objects, opts, cs); done {
-					if err != nil {
-						errs[i] = fmt.Errorf("target %q: %w", t.Name, err)
-					}
-					plan.done[i] = cs
-					return
-				}
-			}
-			opts.DryRun = true
-			if _, err := t.Client.Apply(ctx, t.Objects, opts); err != nil {
+			opts := withDefaults(t.Options)
+			opts.Target, opts.Provided, opts.reads = t.Name, g.provided(i), snaps[t.Client]
+			if err := t.Client.reachable(ctx); err != nil {
 				errs[i] = fmt.Errorf("target %q: %w", t.Name, err)
+				return
 			}
+			// What a re-run of an unchanged fleet costs is each target's
+			// reads, once: ApplyFleet carries out these plans.
+			p, err := t.Client.planApply(ctx, t.Objects, opts)
+			if err != nil {
+				errs[i] = fmt.Errorf("target %q: %w", t.Name, err)
+				return
+			}
+			plan.plans[i], plan.noop[i] = p, p.noop(opts)
 		}()
 	}
 	wg.Wait()
@@ -178,6 +174,37 @@ func PreflightFleet(ctx context.Context, targets []FleetTarget, parallel int) (*
 		return nil, err
 	}
 	return plan, errors.Join(errs...)
+}
+
+// readSnapshots reads, for each cluster at once, what planning its
+// targets reads (see snapshot). A cluster that cannot be reached gets
+// none; its targets say so.
+func readSnapshots(ctx context.Context, targets []FleetTarget) map[*Client]*snapshot {
+	byClient := map[*Client][]snapTarget{}
+	for _, t := range targets {
+		if t.Client != nil {
+			opts := withDefaults(t.Options)
+			byClient[t.Client] = append(byClient[t.Client], snapTarget{name: t.Name, inventoryNamespace: opts.InventoryNamespace, objects: t.Objects})
+		}
+	}
+	out := make(map[*Client]*snapshot, len(byClient))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for c, ts := range byClient {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if c.reachable(ctx) != nil {
+				return
+			}
+			s := c.readSnapshot(ctx, ts)
+			mu.Lock()
+			out[c] = s
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // ApplyFleet applies the targets, in the given (dependency) order where
@@ -226,8 +253,13 @@ func ApplyFleet(ctx context.Context, targets []FleetTarget, plan *FleetPlan, par
 					return
 				}
 			}
-			if plan != nil && plan.done[i] != nil {
-				sets[i] = plan.done[i]
+			if plan != nil && plan.noop[i] {
+				cs := &ChangeSet{Target: t.Name, Revision: t.Options.Revision}
+				if err := t.Client.unchangedSet(ctx, plan.plans[i], t.Options, cs); err != nil {
+					cs.Error = err.Error()
+					errs[i] = fmt.Errorf("target %q: %w", t.Name, err)
+				}
+				sets[i] = cs
 				return
 			}
 			select {
@@ -240,7 +272,9 @@ func ApplyFleet(ctx context.Context, targets []FleetTarget, plan *FleetPlan, par
 			defer func() { <-sem }()
 			opts := t.Options
 			opts.Target, opts.Provided = t.Name, g.provided(i)
-			opts.checkedNoop = plan != nil
+			if plan != nil {
+				opts.planned = plan.plans[i]
+			}
 			cs, err := t.Client.Apply(ctx, t.Objects, opts)
 			if cs == nil {
 				cs = &ChangeSet{Target: t.Name, Revision: opts.Revision}

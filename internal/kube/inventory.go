@@ -55,6 +55,9 @@ type Inventory struct {
 	// Records maps a member's identity to what ferry last applied to it.
 	Records map[string]Record
 	Exists  bool
+	// ResourceVersion is the Secret's, as read: it changes with every
+	// write, so a run can tell whether another wrote it meanwhile.
+	ResourceVersion string
 }
 
 // Record is what ferry knows about one member after applying it.
@@ -94,16 +97,26 @@ func ApplySetID(name, namespace, kind, group string) string {
 // ReadInventory reads a target's parent; a missing parent is an empty
 // inventory (Exists false).
 func (c *Client) ReadInventory(ctx context.Context, target, namespace string) (*Inventory, error) {
+	return c.readInventory(ctx, target, namespace, nil)
+}
+
+// readInventory reads the parent from the snapshot when it holds it, and
+// from the cluster otherwise.
+func (c *Client) readInventory(ctx context.Context, target, namespace string, snap *snapshot) (*Inventory, error) {
 	inv := &Inventory{Name: ParentName(target), Namespace: namespace, Records: map[string]Record{}}
 	inv.ID = ApplySetID(inv.Name, namespace, "Secret", "")
-	s, err := c.clientset.CoreV1().Secrets(namespace).Get(ctx, inv.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return inv, nil
+	s := snap.inventory(namespace, inv.Name)
+	if s == nil {
+		var err error
+		s, err = c.clientset.CoreV1().Secrets(namespace).Get(ctx, inv.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return inv, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading inventory Secret/%s/%s: %w", namespace, inv.Name, err)
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading inventory Secret/%s/%s: %w", namespace, inv.Name, err)
-	}
-	inv.Exists = true
+	inv.Exists, inv.ResourceVersion = true, s.ResourceVersion
 	if got := s.Labels[LabelApplySetID]; got != inv.ID {
 		return nil, fmt.Errorf("Secret/%s/%s exists but is not ferry's inventory of target %q (label %s is %q)", namespace, inv.Name, target, LabelApplySetID, got)
 	}
@@ -192,8 +205,15 @@ func (c *Client) writeInventory(ctx context.Context, target string, inv *Invento
 }
 
 func (c *Client) ensureNamespace(ctx context.Context, name string, dryRun bool) error {
+	if _, ok := c.namespaces.Load(name); ok {
+		return nil
+	}
 	_, err := c.clientset.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-	if err == nil || dryRun {
+	if err == nil {
+		c.namespaces.Store(name, true)
+		return nil
+	}
+	if dryRun {
 		return nil
 	}
 	if !apierrors.IsNotFound(err) {
@@ -203,6 +223,7 @@ func (c *Client) ensureNamespace(ctx context.Context, name string, dryRun bool) 
 	if _, err := c.clientset.CoreV1().Namespaces().Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("creating Namespace/%s: %w", name, err)
 	}
+	c.namespaces.Store(name, true)
 	return nil
 }
 

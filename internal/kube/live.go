@@ -119,7 +119,7 @@ func (c *Client) Compare(ctx context.Context, objs []*unstructured.Unstructured,
 	if err != nil {
 		return nil, err
 	}
-	members, err := c.listMembers(ctx, inv, desired)
+	members, err := c.listMembers(ctx, inv, desired, nil)
 	if err != nil {
 		return nil, err
 	}

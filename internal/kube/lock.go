@@ -38,8 +38,12 @@ type Lock struct {
 	c        *Client
 	ns, name string
 	holder   string
-	cancel   context.CancelFunc
-	done     chan struct{}
+	// lease is the Lease as last written by this run: renewing and
+	// releasing update it without reading it again (a conflict means
+	// someone else wrote it, and then it is read).
+	lease  *coordinationv1.Lease
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // Acquire takes the target's Lease in namespace ns, waiting up to
@@ -67,7 +71,7 @@ func (c *Client) Acquire(ctx context.Context, target, ns string, opts LockOption
 				ObjectMeta: metav1.ObjectMeta{Name: l.name, Namespace: ns, Annotations: map[string]string{AnnotationTarget: target}},
 				Spec:       coordinationv1.LeaseSpec{HolderIdentity: &l.holder, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now},
 			}
-			if _, err = leases.Create(ctx, lease, metav1.CreateOptions{FieldManager: FieldManager}); err == nil {
+			if l.lease, err = leases.Create(ctx, lease, metav1.CreateOptions{FieldManager: FieldManager}); err == nil {
 				return l.start(opts.Duration), nil
 			}
 		case err != nil:
@@ -76,7 +80,7 @@ func (c *Client) Acquire(ctx context.Context, target, ns string, opts LockOption
 			if free(lease, time.Now()) {
 				lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &l.holder, &seconds
 				lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
-				if _, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: FieldManager}); err == nil {
+				if l.lease, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: FieldManager}); err == nil {
 					return l.start(opts.Duration), nil
 				}
 			}
@@ -132,32 +136,52 @@ func (l *Lock) start(d time.Duration) *Lock {
 }
 
 func (l *Lock) renew(ctx context.Context) {
-	leases := l.c.clientset.CoordinationV1().Leases(l.ns)
-	lease, err := leases.Get(ctx, l.name, metav1.GetOptions{})
-	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != l.holder {
-		return
-	}
-	now := metav1.NewMicroTime(time.Now())
-	lease.Spec.RenewTime = &now
-	_, _ = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: FieldManager})
+	_ = l.update(ctx, func(lease *coordinationv1.Lease) {
+		now := metav1.NewMicroTime(time.Now())
+		lease.Spec.RenewTime = &now
+	})
 }
 
 // Release stops renewing and frees the lease for the next run.
 func (l *Lock) Release(ctx context.Context) error {
 	l.cancel()
 	<-l.done
-	leases := l.c.clientset.CoordinationV1().Leases(l.ns)
-	lease, err := leases.Get(ctx, l.name, metav1.GetOptions{})
+	err := l.update(ctx, func(lease *coordinationv1.Lease) {
+		empty := ""
+		lease.Spec.HolderIdentity = &empty
+	})
 	if err != nil {
 		return fmt.Errorf("releasing Lease/%s/%s: %w", l.ns, l.name, err)
 	}
-	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != l.holder {
-		return nil
-	}
-	empty := ""
-	lease.Spec.HolderIdentity = &empty
-	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
-		return fmt.Errorf("releasing Lease/%s/%s: %w", l.ns, l.name, err)
-	}
 	return nil
+}
+
+// update changes the lease while this run holds it: on the copy it last
+// wrote, and after reading it again when that copy is stale. A lease
+// someone else has taken meanwhile is left alone.
+func (l *Lock) update(ctx context.Context, change func(*coordinationv1.Lease)) error {
+	leases := l.c.clientset.CoordinationV1().Leases(l.ns)
+	lease := l.lease
+	for attempt := 0; ; attempt++ {
+		if lease == nil {
+			var err error
+			if lease, err = leases.Get(ctx, l.name, metav1.GetOptions{}); err != nil {
+				return err
+			}
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != l.holder {
+			return nil
+		}
+		lease = lease.DeepCopy()
+		change(lease)
+		updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: FieldManager})
+		if err == nil {
+			l.lease = updated
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt > 0 {
+			return err
+		}
+		lease = nil // written by someone else since: read it again
+	}
 }

@@ -29,12 +29,21 @@ func (e *MassPruneError) Error() string {
 
 // listMembers lists the live members of the ApplySet: every object with
 // its part-of label, for every kind the inventory or the render has.
-func (c *Client) listMembers(ctx context.Context, inv *Inventory, desired []*object) (map[string]*unstructured.Unstructured, error) {
+//
+// With a snapshot, the kinds it listed are taken from it: their members'
+// metadata, which is all that planning an apply reads of them.
+func (c *Client) listMembers(ctx context.Context, inv *Inventory, desired []*object, snap *snapshot) (map[string]*unstructured.Unstructured, error) {
 	gks, namespaces := union(inv, desired)
 	sort.Slice(gks, func(i, j int) bool { return gks[i].String() < gks[j].String() })
 	selector := metav1.ListOptions{LabelSelector: LabelPartOf + "=" + inv.ID}
 	live := map[string]*unstructured.Unstructured{}
 	for _, gk := range gks {
+		if members, ok := snap.membersOf(gk, inv.ID); ok {
+			for _, u := range members {
+				live[manifest.IDOf(u).String()] = u
+			}
+			continue
+		}
 		m, err := c.mapper.RESTMapping(gk)
 		if meta.IsNoMatchError(err) {
 			continue // its CRD is gone, or comes with this run: no members to find

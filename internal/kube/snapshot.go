@@ -1,0 +1,142 @@
+package kube
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+)
+
+// snapshot is what the plans of a run's targets on one cluster read: their
+// inventories and the metadata of their members, read with one list per
+// inventory namespace and one per kind (per idsPerList targets), where
+// reading target by target costs a read per target and a list per kind
+// and target. What could not be listed (no right to list a kind cluster
+// wide, a kind that is not served) is not in it, and the target reads it
+// for itself, with its own errors.
+type snapshot struct {
+	// inventories: namespace -> Secret name -> Secret, of the Secrets
+	// labelled as ApplySet parents (one that is absent is read by name:
+	// a Secret of that name without the label is someone else's).
+	inventories map[string]map[string]*corev1.Secret
+	// members: kind -> ApplySet id -> the members' metadata, for each kind
+	// listed.
+	members map[schema.GroupKind]map[string][]*unstructured.Unstructured
+}
+
+// snapTarget is what a snapshot needs to know of a target.
+type snapTarget struct {
+	name, inventoryNamespace string
+	objects                  []*unstructured.Unstructured
+}
+
+// idsPerList bounds the ApplySet ids one label selector names (each is 55
+// characters; the request line stays well under the API server's limits).
+const idsPerList = 40
+
+// readSnapshot lists the inventories and members of targets. It never
+// fails: what a list could not read is left for the targets to read.
+func (c *Client) readSnapshot(ctx context.Context, targets []snapTarget) *snapshot {
+	s := &snapshot{inventories: map[string]map[string]*corev1.Secret{}, members: map[schema.GroupKind]map[string][]*unstructured.Unstructured{}}
+	gks := map[schema.GroupKind]bool{}
+	var ids []string
+	listed := map[string]bool{}
+	for _, t := range targets {
+		ns := t.inventoryNamespace
+		if !listed[ns] {
+			listed[ns] = true
+			l, err := c.clientset.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: LabelApplySetID})
+			if err == nil {
+				byName := map[string]*corev1.Secret{}
+				for i := range l.Items {
+					byName[l.Items[i].Name] = &l.Items[i]
+				}
+				s.inventories[ns] = byName
+			}
+		}
+		name := ParentName(t.name)
+		ids = append(ids, ApplySetID(name, ns, "Secret", ""))
+		if sec := s.inventories[ns][name]; sec != nil {
+			for _, gk := range splitList(sec.Annotations[AnnotationGroupKinds]) {
+				gks[schema.ParseGroupKind(gk)] = true
+			}
+		}
+		for _, u := range t.objects {
+			gks[u.GroupVersionKind().GroupKind()] = true
+		}
+	}
+	md, err := metadata.NewForConfig(c.config)
+	if err != nil {
+		return s
+	}
+	for gk := range gks {
+		m, err := c.mapper.RESTMapping(gk)
+		if err != nil {
+			continue
+		}
+		byID := map[string][]*unstructured.Unstructured{}
+		listed := true
+		for start := 0; start < len(ids) && listed; start += idsPerList {
+			chunk := ids[start:min(start+idsPerList, len(ids))]
+			sel := LabelPartOf + " in (" + strings.Join(chunk, ",") + ")"
+			l, err := md.Resource(m.Resource).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			if err != nil {
+				listed = false
+				break
+			}
+			for i := range l.Items {
+				u := memberOf(&l.Items[i], m)
+				id := u.GetLabels()[LabelPartOf]
+				byID[id] = append(byID[id], u)
+			}
+		}
+		if listed {
+			s.members[gk] = byID
+		}
+	}
+	return s
+}
+
+// memberOf is a listed member's metadata as an object of its kind: what
+// planning a target reads of a member (identity, labels, annotations,
+// uid, resourceVersion, managed fields).
+func memberOf(p *metav1.PartialObjectMetadata, m *meta.RESTMapping) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(m.GroupVersionKind)
+	u.SetName(p.Name)
+	u.SetNamespace(p.Namespace)
+	u.SetUID(p.UID)
+	u.SetResourceVersion(p.ResourceVersion)
+	u.SetGeneration(p.Generation)
+	u.SetLabels(p.Labels)
+	u.SetAnnotations(p.Annotations)
+	u.SetManagedFields(p.ManagedFields)
+	if p.DeletionTimestamp != nil {
+		u.SetDeletionTimestamp(p.DeletionTimestamp)
+	}
+	return u
+}
+
+// inventory is the listed parent Secret, nil when the snapshot has none
+// (or there is no snapshot).
+func (s *snapshot) inventory(namespace, name string) *corev1.Secret {
+	if s == nil {
+		return nil
+	}
+	return s.inventories[namespace][name]
+}
+
+// membersOf are the listed members of ApplySet id of kind gk, and whether
+// that kind was listed.
+func (s *snapshot) membersOf(gk schema.GroupKind, id string) ([]*unstructured.Unstructured, bool) {
+	if s == nil {
+		return nil, false
+	}
+	byID, ok := s.members[gk]
+	return byID[id], ok
+}
