@@ -128,7 +128,11 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 				return cs, err
 			}
 		}
-		lock, err := c.Acquire(ctx, opts.Target, opts.InventoryNamespace, opts.Lock)
+		var snap *snapshot
+		if opts.planned != nil {
+			snap = opts.planned.reads
+		}
+		lock, err := c.acquire(ctx, opts.Target, opts.InventoryNamespace, opts.Lock, snap)
 		if err != nil {
 			return cs, err
 		}
@@ -139,13 +143,35 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 		}()
 	}
 
-	plan, err := c.lockedPlan(ctx, objs, opts)
-	if plan != nil {
-		cs.PreviousRevision = plan.inv.Revision
-	}
+	plan, verified, err := c.lockedPlan(ctx, objs, opts)
 	if err != nil {
+		if plan != nil {
+			cs.PreviousRevision = plan.inv.Revision
+		}
 		return cs, err
 	}
+	err = c.carryOut(ctx, plan, verified, opts, cs)
+	if !verified && apierrors.IsConflict(err) {
+		// The inventory changed since the preflight read it: nothing was
+		// written (its update was the plan's one write), so plan again.
+		cs.Changes = nil
+		if plan, err = c.planApply(ctx, objs, opts); err != nil {
+			if plan != nil {
+				cs.PreviousRevision = plan.inv.Revision
+			}
+			return cs, err
+		}
+		err = c.carryOut(ctx, plan, true, opts, cs)
+	}
+	return cs, err
+}
+
+// carryOut writes what a plan says: the inventory superset, the objects
+// wave by wave, health, pruning, the final inventory. An unverified plan
+// (see lockedPlan) writes only the final inventory, on condition that it
+// is still as planned.
+func (c *Client) carryOut(ctx context.Context, plan *targetPlan, verified bool, opts ApplyOptions, cs *ChangeSet) error {
+	cs.PreviousRevision = plan.inv.Revision
 	inv, st := plan.inv, plan.st
 	desired, prune, kept, toApply, unchanged := st.desired, st.prune, st.kept, st.toApply, st.unchanged
 	cs.Changes = append(cs.Changes, st.leftOut...)
@@ -162,7 +188,7 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 		}
 		cs.Changes = append(cs.Changes, pruneChanges(prune, kept, opts)...)
 		sortChanges(cs.Changes)
-		return cs, nil
+		return nil
 	}
 
 	// Superset the inventory before writing anything it must track (a
@@ -170,8 +196,8 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 	super := *inv
 	super.GroupKinds, super.Namespaces = union(inv, desired)
 	if !inv.Exists || !sameSet(super.GroupKinds, inv.GroupKinds) || !sameSet(super.Namespaces, inv.Namespaces) {
-		if err := c.writeInventory(ctx, opts.Target, &super, false); err != nil {
-			return cs, err
+		if err := c.writeInventory(ctx, opts.Target, &super, ""); err != nil {
+			return err
 		}
 	}
 
@@ -199,8 +225,8 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 	if applyErr != nil {
 		// Keep the superset (and the records of what did apply) so the next
 		// run still knows every object this one may have created.
-		_ = c.writeInventory(context.WithoutCancel(ctx), opts.Target, &final, false)
-		return cs, applyErr
+		_ = c.writeInventory(context.WithoutCancel(ctx), opts.Target, &final, "")
+		return applyErr
 	}
 	// Shrink to what the cluster now holds: the rendered objects, plus what
 	// pruning left in place.
@@ -217,10 +243,11 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 	}
 	final.Revision = opts.Revision
 	final.AppliedAt = time.Now()
-	if err := c.writeInventory(ctx, opts.Target, &final, false); err != nil {
-		return cs, err
+	ifVersion := ""
+	if !verified {
+		ifVersion = inv.ResourceVersion
 	}
-	return cs, nil
+	return c.writeInventory(ctx, opts.Target, &final, ifVersion)
 }
 
 // targetState is a target's objects, prepared, against the members its
@@ -260,6 +287,8 @@ func (c *Client) readState(ctx context.Context, objs []*unstructured.Unstructure
 type targetPlan struct {
 	inv *Inventory
 	st  *targetState
+	// reads is the snapshot the plan was read from, if any.
+	reads *snapshot
 }
 
 // planApply reads a target's inventory and live members and runs every
@@ -271,7 +300,7 @@ func (c *Client) planApply(ctx context.Context, objs []*unstructured.Unstructure
 	if err != nil {
 		return nil, err
 	}
-	p := &targetPlan{inv: inv}
+	p := &targetPlan{inv: inv, reads: opts.reads}
 	if err := checkRevision(inv.Revision, opts); err != nil {
 		return p, err
 	}
@@ -284,21 +313,43 @@ func (c *Client) planApply(ctx context.Context, objs []*unstructured.Unstructure
 	return p, c.preflight(ctx, p.st.toApply, p.st.desired, opts)
 }
 
-// lockedPlan is the plan Apply carries out: the one PreflightFleet made,
-// when the inventory is as it was then (no other run wrote it since; the
-// caller holds the Lease), else a new one.
-func (c *Client) lockedPlan(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) (*targetPlan, error) {
+// lockedPlan is the plan Apply carries out, under the Lease: the one
+// PreflightFleet made, when the inventory is as it was then (no other run
+// wrote it since), else a new one. A planned target whose one write is its
+// inventory (a new revision, every object unchanged) is not read again:
+// that write is made on condition that the inventory is still as planned
+// (verified false), and Apply plans again if it is not.
+func (c *Client) lockedPlan(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) (p *targetPlan, verified bool, err error) {
 	if p := opts.planned; p != nil && !opts.DryRun {
+		if p.inventoryOnly() {
+			return p, false, nil
+		}
 		inv, err := c.ReadInventory(ctx, opts.Target, opts.InventoryNamespace)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if inv.Exists == p.inv.Exists && inv.ResourceVersion == p.inv.ResourceVersion {
-			return p, nil
+			return p, true, nil
 		}
 	}
 	opts.reads = nil // under the Lease, read afresh
-	return c.planApply(ctx, objs, opts)
+	p, err = c.planApply(ctx, objs, opts)
+	return p, true, err
+}
+
+// inventoryOnly reports a plan whose one write is the final inventory:
+// every object unchanged, nothing to prune or keep, and the inventory
+// already tracking exactly the rendered kinds and namespaces.
+func (p *targetPlan) inventoryOnly() bool {
+	inv, st := p.inv, p.st
+	if st == nil || !inv.Exists || inv.ResourceVersion == "" {
+		return false
+	}
+	if len(st.prune) > 0 || len(st.kept) > 0 || len(st.toApply) > 0 {
+		return false
+	}
+	gks, nss := union(&Inventory{Namespace: inv.Namespace}, st.desired)
+	return sameSet(gks, inv.GroupKinds) && sameSet(nss, inv.Namespaces)
 }
 
 // noop reports a plan with nothing to do: the target is at this revision

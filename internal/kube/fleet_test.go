@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
@@ -245,4 +247,155 @@ func mustObject(t *testing.T, doc string) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	return &unstructured.Unstructured{Object: m}
+}
+
+// A fleet's plans read each cluster once (inventories, Leases, one list
+// per kind), not target by target: a re-apply of 20 unchanged targets
+// makes fewer reads than there are targets and no write; a new revision
+// with the same objects writes each target's Lease (take, release) and
+// inventory, and reads nothing per target.
+func TestFleetReadsOncePerCluster(t *testing.T) {
+	p := cp.Require(t)
+	base, invNS := p.Namespace(t), p.Namespace(t)
+	log := &requestLog{}
+	cfg := rest.CopyConfig(p.RESTConfig())
+	cfg.WrapTransport = log.wrap
+	c, err := kube.NewClientFromConfig(cfg, "default", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := kube.DefaultApplyOptions()
+	opts.InventoryNamespace = invNS
+	opts.Revision = "4444444444444444444444444444444444444444"
+	var fleet []kube.FleetTarget
+	for i := 0; i < 20; i++ {
+		fleet = append(fleet, kube.FleetTarget{Name: fmt.Sprintf("svc-%02d", i), Client: c, Options: opts, Objects: []*unstructured.Unstructured{
+			mustObject(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d, namespace: %s}\ndata: {k: v}\n", i, base)),
+			mustObject(t, fmt.Sprintf("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa%d, namespace: %s}\n", i, base)),
+		}})
+	}
+	ctx := context.Background()
+	run := func(what string) []*kube.ChangeSet {
+		t.Helper()
+		plan, err := kube.PreflightFleet(ctx, fleet, 4)
+		if err != nil {
+			t.Fatalf("%s: preflight: %v", what, err)
+		}
+		sets, err := kube.ApplyFleet(ctx, fleet, plan, 4)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return sets
+	}
+	run("first apply")
+	log.take()
+
+	for _, cs := range run("re-apply") {
+		if cs.Count(kube.Unchanged) != 2 {
+			t.Errorf("re-apply of %s: %+v, want 2 unchanged", cs.Target, cs.Changes)
+		}
+	}
+	writes, reads := log.take()
+	if len(writes) > 0 || reads >= len(fleet) {
+		t.Errorf("re-apply of %d unchanged targets: %d reads, writes %v; want fewer reads than targets and no write", len(fleet), reads, writes)
+	}
+	t.Logf("re-apply of %d targets: %d reads, no writes", len(fleet), reads)
+
+	for i := range fleet {
+		fleet[i].Options.Revision = "5555555555555555555555555555555555555555"
+	}
+	for _, cs := range run("new revision") {
+		if cs.Count(kube.Unchanged) != 2 {
+			t.Errorf("new revision of %s: %+v, want 2 unchanged", cs.Target, cs.Changes)
+		}
+	}
+	writes, reads = log.take()
+	var lease, inventory int
+	for _, w := range writes {
+		switch {
+		case strings.Contains(w, "/leases/"):
+			lease++
+		case strings.Contains(w, "/secrets/"):
+			inventory++
+		default:
+			t.Errorf("new revision, same objects: unexpected write %s", w)
+		}
+	}
+	if lease != 2*len(fleet) || inventory != len(fleet) || reads >= len(fleet) {
+		t.Errorf("new revision of %d targets, same objects: %d Lease writes, %d inventory writes, %d reads; want %d, %d and fewer reads than targets",
+			len(fleet), lease, inventory, reads, 2*len(fleet), len(fleet))
+	}
+	t.Logf("new revision of %d targets, same objects: %d reads, %d writes", len(fleet), reads, len(writes))
+}
+
+// A plan whose one write is the inventory (a new revision, objects
+// unchanged) is not read again under the Lease: its inventory write is
+// conditional. When another run writes the target between the preflight
+// and the apply, the write fails, the target is planned again, and what
+// the other run changed is put back to this revision's objects. (The other
+// run also took and released the Lease, so the Lease the preflight listed
+// is stale too: the first attempt to take it fails, and it is read.)
+func TestFleetReplansWhenAnotherRunWrote(t *testing.T) {
+	p := cp.Require(t)
+	base, invNS := p.Namespace(t), p.Namespace(t)
+	c, err := kube.NewClientFromConfig(p.RESTConfig(), "default", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := kube.DefaultApplyOptions()
+	opts.InventoryNamespace = invNS
+	opts.Revision = "6666666666666666666666666666666666666666"
+	cm := func(value string) []*unstructured.Unstructured {
+		return []*unstructured.Unstructured{mustObject(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: %s}\ndata: {k: %s}\n", base, value))}
+	}
+	fleet := []kube.FleetTarget{
+		{Name: "one", Client: c, Options: opts, Objects: cm("ours")},
+		{Name: "two", Client: c, Options: opts, Objects: []*unstructured.Unstructured{mustObject(t, "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: two, namespace: "+base+"}\n")}},
+	}
+	ctx := context.Background()
+	plan, err := kube.PreflightFleet(ctx, fleet, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.ApplyFleet(ctx, fleet, plan, 2); err != nil {
+		t.Fatal(err)
+	}
+
+	// The next revision renders the same objects; its preflight plans an
+	// inventory update only.
+	for i := range fleet {
+		fleet[i].Options.Revision = "7777777777777777777777777777777777777777"
+	}
+	plan, err = kube.PreflightFleet(ctx, fleet, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Meanwhile another run applies target one with another value.
+	other := opts
+	other.Target, other.Revision = "one", "8888888888888888888888888888888888888888"
+	other.AllowRollback = true
+	if _, err := c.Apply(ctx, cm("theirs"), other); err != nil {
+		t.Fatal(err)
+	}
+	sets, err := kube.ApplyFleet(ctx, fleet, plan, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sets[0].Count(kube.Configured) != 1 {
+		t.Errorf("target one: %+v, want the ConfigMap configured back", sets[0].Changes)
+	}
+	live, err := kubernetes.NewForConfigOrDie(p.RESTConfig()).CoreV1().ConfigMaps(base).Get(ctx, "shared", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := live.Data["k"]; got != "ours" {
+		t.Errorf("ConfigMap shared holds %q after the apply, want %q", got, "ours")
+	}
+	inv, err := c.ReadInventory(ctx, "one", invNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.Revision != "7777777777777777777777777777777777777777" {
+		t.Errorf("inventory revision %s, want 7777…", inv.Revision)
+	}
 }

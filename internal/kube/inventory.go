@@ -143,9 +143,10 @@ func (c *Client) readInventory(ctx context.Context, target, namespace string, sn
 }
 
 // writeInventory server-side applies the parent with the given kinds,
-// namespaces and records.
-func (c *Client) writeInventory(ctx context.Context, target string, inv *Inventory, dryRun bool) error {
-	if err := c.ensureNamespace(ctx, inv.Namespace, dryRun); err != nil {
+// namespaces and records; with ifVersion, only if the Secret is still at
+// that resourceVersion (a Conflict error otherwise).
+func (c *Client) writeInventory(ctx context.Context, target string, inv *Inventory, ifVersion string) error {
+	if err := c.ensureNamespace(ctx, inv.Namespace, false); err != nil {
 		return err
 	}
 	gks := make([]string, 0, len(inv.GroupKinds))
@@ -188,19 +189,19 @@ func (c *Client) writeInventory(ctx context.Context, target string, inv *Invento
 		"type": "ferry.dev/inventory",
 		"data": map[string]any{inventoryRecordsKey: base64.StdEncoding.EncodeToString(records)},
 	}}
+	if ifVersion != "" {
+		parent.SetResourceVersion(ifVersion)
+	}
 	body, err := json.Marshal(parent.Object)
 	if err != nil {
 		return err
 	}
 	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: ptrTrue()}
-	if dryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	_, err = c.clientset.CoreV1().Secrets(inv.Namespace).Patch(ctx, inv.Name, types.ApplyPatchType, body, opts)
+	s, err := c.clientset.CoreV1().Secrets(inv.Namespace).Patch(ctx, inv.Name, types.ApplyPatchType, body, opts)
 	if err != nil {
 		return fmt.Errorf("writing inventory Secret/%s/%s: %w", inv.Namespace, inv.Name, err)
 	}
-	inv.Exists = true
+	inv.Exists, inv.ResourceVersion = true, s.ResourceVersion
 	return nil
 }
 

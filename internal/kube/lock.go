@@ -49,6 +49,13 @@ type Lock struct {
 // Acquire takes the target's Lease in namespace ns, waiting up to
 // opts.Wait while another run holds it, and renews it until Release.
 func (c *Client) Acquire(ctx context.Context, target, ns string, opts LockOptions) (*Lock, error) {
+	return c.acquire(ctx, target, ns, opts, nil)
+}
+
+// acquire is Acquire starting from the Lease as a snapshot listed it, when
+// it did: a first attempt without reading it (a Lease changed since makes
+// that attempt fail, and the next one reads).
+func (c *Client) acquire(ctx context.Context, target, ns string, opts LockOptions, snap *snapshot) (*Lock, error) {
 	if opts.Duration == 0 {
 		opts.Duration = 60 * time.Second
 	}
@@ -62,9 +69,19 @@ func (c *Client) Acquire(ctx context.Context, target, ns string, opts LockOption
 	leases := c.clientset.CoordinationV1().Leases(ns)
 	seconds := int32(opts.Duration / time.Second)
 	deadline := time.Now().Add(opts.Wait)
-	for {
+	listed, fromList := snap.lease(ns, l.name)
+	for first := true; ; first = false {
 		now := metav1.NewMicroTime(time.Now())
-		lease, err := leases.Get(ctx, l.name, metav1.GetOptions{})
+		var lease *coordinationv1.Lease
+		var err error
+		switch {
+		case first && fromList && listed == nil:
+			err = apierrors.NewNotFound(coordinationv1.Resource("leases"), l.name)
+		case first && fromList:
+			lease = listed
+		default:
+			lease, err = leases.Get(ctx, l.name, metav1.GetOptions{})
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 			lease = &coordinationv1.Lease{
@@ -87,6 +104,9 @@ func (c *Client) Acquire(ctx context.Context, target, ns string, opts LockOption
 		}
 		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("target %q: taking Lease/%s/%s: %w", target, ns, l.name, err)
+		}
+		if first && fromList {
+			continue // the listed Lease was stale: read it
 		}
 		if time.Now().After(deadline) {
 			le := &LockedError{Target: target}

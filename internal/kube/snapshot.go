@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,10 @@ type snapshot struct {
 	// labelled as ApplySet parents (one that is absent is read by name:
 	// a Secret of that name without the label is someone else's).
 	inventories map[string]map[string]*corev1.Secret
+	// leases: namespace -> Lease name -> Lease, for each namespace whose
+	// Leases were listed: taking a target's Lease starts from it instead
+	// of reading it (a stale one only costs the usual read).
+	leases map[string]map[string]*coordinationv1.Lease
 	// members: kind -> ApplySet id -> the members' metadata, for each kind
 	// listed.
 	members map[schema.GroupKind]map[string][]*unstructured.Unstructured
@@ -42,7 +47,7 @@ const idsPerList = 40
 // readSnapshot lists the inventories and members of targets. It never
 // fails: what a list could not read is left for the targets to read.
 func (c *Client) readSnapshot(ctx context.Context, targets []snapTarget) *snapshot {
-	s := &snapshot{inventories: map[string]map[string]*corev1.Secret{}, members: map[schema.GroupKind]map[string][]*unstructured.Unstructured{}}
+	s := &snapshot{inventories: map[string]map[string]*corev1.Secret{}, leases: map[string]map[string]*coordinationv1.Lease{}, members: map[schema.GroupKind]map[string][]*unstructured.Unstructured{}}
 	gks := map[schema.GroupKind]bool{}
 	var ids []string
 	listed := map[string]bool{}
@@ -57,6 +62,13 @@ func (c *Client) readSnapshot(ctx context.Context, targets []snapTarget) *snapsh
 					byName[l.Items[i].Name] = &l.Items[i]
 				}
 				s.inventories[ns] = byName
+			}
+			if l, err := c.clientset.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{}); err == nil {
+				byName := map[string]*coordinationv1.Lease{}
+				for i := range l.Items {
+					byName[l.Items[i].Name] = &l.Items[i]
+				}
+				s.leases[ns] = byName
 			}
 		}
 		name := ParentName(t.name)
@@ -139,4 +151,20 @@ func (s *snapshot) membersOf(gk schema.GroupKind, id string) ([]*unstructured.Un
 	}
 	byID, ok := s.members[gk]
 	return byID[id], ok
+}
+
+// lease is the listed Lease (nil when there is none), and whether the
+// namespace's Leases were listed.
+func (s *snapshot) lease(namespace, name string) (*coordinationv1.Lease, bool) {
+	if s == nil {
+		return nil, false
+	}
+	byName, ok := s.leases[namespace]
+	if !ok {
+		return nil, false
+	}
+	if l := byName[name]; l != nil {
+		return l.DeepCopy(), true
+	}
+	return nil, true
 }
