@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,6 +122,23 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	if len(blocked) > 0 {
 		return fmt.Errorf("nothing was applied: %w", errors.Join(blocked...))
 	}
+	clients := make([]*kube.Client, len(targets))
+	var clientErrs []error
+	for i, t := range targets {
+		if clients[i], err = o.cluster.client(e, t); err != nil {
+			clientErrs = append(clientErrs, fmt.Errorf("target %q: %w", t.Name, err))
+		}
+	}
+	preflight := len(targets) > 1 && !o.apply.DryRun
+	if preflight && len(clientErrs) == 0 {
+		// The preflight's first reads (kinds, inventories, Leases) go on
+		// while the targets render.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		for _, c := range clients {
+			c.Warm(ctx, o.apply.InventoryNamespace)
+		}
+	}
 	results, err := repo.RenderAll(ctx, targets)
 	if err != nil {
 		return fmt.Errorf("nothing was applied: %w", err)
@@ -128,12 +146,8 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 
 	revision, isAncestor := checkedOut(e, repo.Root, o.revision)
 	fleet := make([]kube.FleetTarget, len(targets))
-	var clientErrs []error
 	for i, t := range targets {
-		client, err := o.cluster.client(e, t)
-		if err != nil {
-			clientErrs = append(clientErrs, fmt.Errorf("target %q: %w", t.Name, err))
-		}
+		client := clients[i]
 		opts := o.apply
 		opts.Revision = revision
 		opts.IsAncestor = isAncestor
@@ -147,7 +161,7 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	// preflighted (mapped, dry-run, guards evaluated) before the first
 	// write to any cluster. One target's Apply does that by itself.
 	var plan *kube.FleetPlan
-	if len(targets) > 1 && !o.apply.DryRun {
+	if preflight {
 		if plan, err = kube.PreflightFleet(ctx, fleet, o.parallel); err != nil {
 			return fmt.Errorf("nothing was applied: %w", err)
 		}

@@ -51,6 +51,11 @@ type Client struct {
 	// namespaces are the namespaces this client has seen exist or made
 	// (the inventory's, the Leases'), so the targets of a run ask once.
 	namespaces sync.Map
+
+	mu sync.Mutex
+	// listedParents are the listings of inventory namespaces' parents and
+	// Leases that Warm started, until a preflight takes them.
+	listedParents map[string]*parents
 }
 
 // NewClient builds a client from kubeconfig content or a kubeconfig path.

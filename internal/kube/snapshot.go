@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"strings"
+	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +45,72 @@ type snapTarget struct {
 // characters; the request line stays well under the API server's limits).
 const idsPerList = 40
 
+// parents are the ApplySet parents (inventory Secrets) and the Leases
+// of one inventory namespace, as listed; nil where a list failed.
+type parents struct {
+	inventories map[string]*corev1.Secret
+	leases      map[string]*coordinationv1.Lease
+	done        chan struct{}
+}
+
+// Warm starts reading, in the background, what a fleet's preflight reads
+// first on this cluster: the API server's version and kinds, and the
+// inventories and Leases of namespace ns. A run calls it before it
+// renders, so that these reads overlap the render. It reports nothing:
+// the preflight meets any error again, and reports it.
+func (c *Client) Warm(ctx context.Context, ns string) {
+	c.parentsOf(ctx, ns, false)
+}
+
+// parentsOf starts listing ns's parents unless a listing has started;
+// with take, it waits for that listing and hands it over (a later one
+// lists again: a client may serve several runs).
+func (c *Client) parentsOf(ctx context.Context, ns string, take bool) *parents {
+	c.mu.Lock()
+	p, ok := c.listedParents[ns]
+	if !ok {
+		p = &parents{done: make(chan struct{})}
+		if c.listedParents == nil {
+			c.listedParents = map[string]*parents{}
+		}
+		c.listedParents[ns] = p
+		go func() {
+			defer close(p.done)
+			if c.reachable(ctx) != nil {
+				return
+			}
+			// The first mapping reads the API server's kinds, which every
+			// plan maps its objects with.
+			_, _ = c.mapper.RESTMapping(schema.GroupKind{Kind: "ConfigMap"})
+			if l, err := c.clientset.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: LabelApplySetID}); err == nil {
+				p.inventories = map[string]*corev1.Secret{}
+				for i := range l.Items {
+					p.inventories[l.Items[i].Name] = &l.Items[i]
+				}
+			}
+			if l, err := c.clientset.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{}); err == nil {
+				p.leases = map[string]*coordinationv1.Lease{}
+				for i := range l.Items {
+					p.leases[l.Items[i].Name] = &l.Items[i]
+				}
+			}
+		}()
+	}
+	if take {
+		delete(c.listedParents, ns)
+	}
+	c.mu.Unlock()
+	if !take {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return p
+	case <-ctx.Done():
+		return &parents{}
+	}
+}
+
 // readSnapshot lists the inventories and members of targets. It never
 // fails: what a list could not read is left for the targets to read.
 func (c *Client) readSnapshot(ctx context.Context, targets []snapTarget) *snapshot {
@@ -55,20 +122,12 @@ func (c *Client) readSnapshot(ctx context.Context, targets []snapTarget) *snapsh
 		ns := t.inventoryNamespace
 		if !listed[ns] {
 			listed[ns] = true
-			l, err := c.clientset.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: LabelApplySetID})
-			if err == nil {
-				byName := map[string]*corev1.Secret{}
-				for i := range l.Items {
-					byName[l.Items[i].Name] = &l.Items[i]
-				}
-				s.inventories[ns] = byName
+			p := c.parentsOf(ctx, ns, true)
+			if p.inventories != nil {
+				s.inventories[ns] = p.inventories
 			}
-			if l, err := c.clientset.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{}); err == nil {
-				byName := map[string]*coordinationv1.Lease{}
-				for i := range l.Items {
-					byName[l.Items[i].Name] = &l.Items[i]
-				}
-				s.leases[ns] = byName
+			if p.leases != nil {
+				s.leases[ns] = p.leases
 			}
 		}
 		name := ParentName(t.name)
@@ -86,32 +145,48 @@ func (c *Client) readSnapshot(ctx context.Context, targets []snapTarget) *snapsh
 	if err != nil {
 		return s
 	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
 	for gk := range gks {
 		m, err := c.mapper.RESTMapping(gk)
 		if err != nil {
 			continue
 		}
-		byID := map[string][]*unstructured.Unstructured{}
-		listed := true
-		for start := 0; start < len(ids) && listed; start += idsPerList {
-			chunk := ids[start:min(start+idsPerList, len(ids))]
-			sel := LabelPartOf + " in (" + strings.Join(chunk, ",") + ")"
-			l, err := md.Resource(m.Resource).List(ctx, metav1.ListOptions{LabelSelector: sel})
-			if err != nil {
-				listed = false
-				break
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if byID, ok := listMembersOf(ctx, md, m, ids); ok {
+				mu.Lock()
+				s.members[gk] = byID
+				mu.Unlock()
 			}
-			for i := range l.Items {
-				u := memberOf(&l.Items[i], m)
-				id := u.GetLabels()[LabelPartOf]
-				byID[id] = append(byID[id], u)
-			}
+		}()
+	}
+	wg.Wait()
+	return s
+}
+
+// listMembersOf lists the members of kind m of the ApplySets ids, by id;
+// false when a list failed.
+func listMembersOf(ctx context.Context, md metadata.Interface, m *meta.RESTMapping, ids []string) (map[string][]*unstructured.Unstructured, bool) {
+	byID := map[string][]*unstructured.Unstructured{}
+	for start := 0; start < len(ids); start += idsPerList {
+		chunk := ids[start:min(start+idsPerList, len(ids))]
+		sel := LabelPartOf + " in (" + strings.Join(chunk, ",") + ")"
+		l, err := md.Resource(m.Resource).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return nil, false
 		}
-		if listed {
-			s.members[gk] = byID
+		for i := range l.Items {
+			u := memberOf(&l.Items[i], m)
+			id := u.GetLabels()[LabelPartOf]
+			byID[id] = append(byID[id], u)
 		}
 	}
-	return s
+	return byID, true
 }
 
 // memberOf is a listed member's metadata as an object of its kind: what
