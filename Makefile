@@ -45,7 +45,7 @@ vet:
 test: tools controlplane gitea registry vet
 	FERRY_TESTBIN=$(TESTBIN) $(GO) test -count=1 ./...
 
-bench: bench-render bench-discover bench-hostile bench-apply bench-fleet bench-diff bench-drift bench-scan
+bench: bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan
 
 bench-render: build tools
 	bench/render.sh
@@ -70,9 +70,11 @@ bench-diff: build tools
 
 # Apply benchmark: ferry apply against kubectl's server-side apply with an
 # ApplySet (first apply, no-op re-apply, prune of 500 of 1,000 objects) on
-# the test control plane. Numbers, not a test: nothing asserts a speed.
-bench-apply: build controlplane
+# the test control plane, then the fleet case (bench-fleet). Numbers, not a
+# test: nothing asserts a speed.
+bench-apply: build tools controlplane
 	$(GO) run ./bench/apply
+	$(GO) run ./bench/fleet
 
 # Fleet apply benchmark: ferry apply of 50 targets x 20 objects against
 # kustomize build of each overlay + one kubectl apply --server-side, on the

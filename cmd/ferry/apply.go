@@ -87,7 +87,7 @@ Exit status: 0 applied, 2 any error (nothing is written when preflight fails).`,
 	f.StringVar(&a.InventoryNamespace, "inventory-namespace", a.InventoryNamespace, "namespace of the inventory Secrets and Leases")
 	f.DurationVar(&a.Lock.Wait, "lock-timeout", a.Lock.Wait, "how long to wait for another run of the same target")
 	f.IntVar(&a.Concurrency, "concurrency", a.Concurrency, "requests in flight within a wave")
-	f.IntVar(&o.parallel, "parallel", 4, "targets applied at once, where none waits for another")
+	f.IntVar(&o.parallel, "parallel", 8, "targets applied at once, where none waits for another")
 	return cmd
 }
 

@@ -594,13 +594,9 @@ func (c *Client) preflight(ctx context.Context, toApply, desired []*object, opts
 	if len(toApply) == 0 {
 		return nil
 	}
-	namespaces, err := c.clientset.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	existing, err := c.existingNamespaces(ctx, opts.reads)
 	if err != nil {
-		return fmt.Errorf("cluster %s: listing namespaces: %w", c.Host, err)
-	}
-	existing := map[string]bool{}
-	for _, ns := range namespaces.Items {
-		existing[ns.Name] = true
+		return err
 	}
 	rendered := map[string]bool{}
 	for _, o := range desired {
@@ -640,6 +636,27 @@ func (c *Client) preflight(ctx context.Context, toApply, desired []*object, opts
 		return errors.Join(errs...)
 	}
 	return c.dryRun(ctx, now, opts)
+}
+
+// existingNamespaces are the cluster's namespaces: listed once per
+// snapshot (the targets of a run share the list), else now.
+func (c *Client) existingNamespaces(ctx context.Context, snap *snapshot) (map[string]bool, error) {
+	list := func() (map[string]bool, error) {
+		l, err := c.clientset.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: listing namespaces: %w", c.Host, err)
+		}
+		existing := make(map[string]bool, len(l.Items))
+		for _, ns := range l.Items {
+			existing[ns.Name] = true
+		}
+		return existing, nil
+	}
+	if snap == nil {
+		return list()
+	}
+	snap.nsOnce.Do(func() { snap.namespaces, snap.nsErr = list() })
+	return snap.namespaces, snap.nsErr
 }
 
 // dryRun server-side dry-runs objects concurrently and reports every

@@ -33,6 +33,12 @@ type snapshot struct {
 	// members: kind -> ApplySet id -> the members' metadata, for each kind
 	// listed.
 	members map[schema.GroupKind]map[string][]*unstructured.Unstructured
+
+	// namespaces are the cluster's, listed when a first plan needs them
+	// (one with objects to apply), and shared by the others.
+	nsOnce     sync.Once
+	namespaces map[string]bool
+	nsErr      error
 }
 
 // snapTarget is what a snapshot needs to know of a target.
