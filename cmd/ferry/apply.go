@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -173,7 +172,7 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	// The API server's messages may quote what it was sent.
 	e.masker.Redact(sets)
 	var out strings.Builder
-	if err := printChangeSets(&out, sets, o.format); err != nil {
+	if err := kube.WriteChangeSets(&out, sets, o.format); err != nil {
 		return err
 	}
 	if _, err := io.WriteString(e.stdout, e.masker.Mask(out.String())); err != nil {
@@ -181,122 +180,6 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	}
 	e.output("applied", countChanges(sets, kube.Created, kube.Configured))
 	e.output("pruned", countChanges(sets, kube.Pruned))
-	e.summary(markdownChangeSets(sets))
+	e.summary(kube.MarkdownChangeSets(sets))
 	return applyErr
-}
-
-func printChangeSets(w io.Writer, sets []*kube.ChangeSet, format string) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if sets == nil {
-			sets = []*kube.ChangeSet{}
-		}
-		return enc.Encode(sets)
-	case "markdown":
-		_, err := io.WriteString(w, markdownChangeSets(sets))
-		return err
-	}
-	for _, cs := range sets {
-		if cs.NotAttempted != "" {
-			fmt.Fprintf(w, "target %s (not attempted): %s\n", cs.Target, cs.NotAttempted)
-			continue
-		}
-		verb := "applied"
-		if cs.DryRun {
-			verb = "dry run"
-		}
-		if cs.Error != "" {
-			verb = "failed at"
-		}
-		fmt.Fprintf(w, "target %s (%s %s): %s\n", cs.Target, verb, shortRev(cs.Revision), summary(cs))
-		for _, c := range cs.Changes {
-			line := fmt.Sprintf("  %-10s %s", c.Action, c.Object)
-			if c.Reason != "" {
-				line += " (" + c.Reason + ")"
-			}
-			fmt.Fprintln(w, line)
-		}
-		for _, h := range cs.NotReady {
-			fmt.Fprintf(w, "  not ready  %s: %s %s\n", h.Object, h.Status, h.Message)
-		}
-	}
-	return nil
-}
-
-var actions = []kube.Action{kube.Created, kube.Configured, kube.Unchanged, kube.Pruned, kube.Skipped, kube.Orphaned}
-
-func summary(cs *kube.ChangeSet) string {
-	var parts []string
-	for _, a := range actions {
-		if n := cs.Count(a); n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, a))
-		}
-	}
-	if len(parts) == 0 {
-		return "nothing to do"
-	}
-	return strings.Join(parts, ", ")
-}
-
-func shortRev(r string) string {
-	if r == "" {
-		return "unknown revision"
-	}
-	if len(r) > 12 {
-		return r[:12]
-	}
-	return r
-}
-
-func markdownChangeSets(sets []*kube.ChangeSet) string {
-	var b strings.Builder
-	b.WriteString("### ferry apply\n\n| target | revision | created | configured | unchanged | pruned | skipped | orphaned |\n|---|---|---|---|---|---|---|---|\n")
-	var problems []string
-	for _, cs := range sets {
-		switch {
-		case cs.NotAttempted != "":
-			problems = append(problems, fmt.Sprintf("- **%s** was not attempted: %s\n", mdEscape(cs.Target), mdEscape(cs.NotAttempted)))
-			continue
-		case cs.Error != "":
-			problems = append(problems, fmt.Sprintf("- **%s** failed: %s\n", mdEscape(cs.Target), mdEscape(cs.Error)))
-		}
-		fmt.Fprintf(&b, "| %s | `%s` |", mdEscape(cs.Target), shortRev(cs.Revision))
-		for _, a := range actions {
-			fmt.Fprintf(&b, " %d |", cs.Count(a))
-		}
-		b.WriteString("\n")
-	}
-	if len(problems) > 0 {
-		b.WriteString("\n")
-		b.WriteString(strings.Join(problems, ""))
-	}
-	for _, cs := range sets {
-		var changed []kube.Change
-		for _, c := range cs.Changes {
-			if c.Action != kube.Unchanged {
-				changed = append(changed, c)
-			}
-		}
-		if len(changed) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", mdEscape(cs.Target), mdEscape(summary(cs)))
-		for _, c := range changed {
-			fmt.Fprintf(&b, "- %s `%s`", c.Action, strings.ReplaceAll(c.Object.String(), "`", "'"))
-			if c.Reason != "" {
-				fmt.Fprintf(&b, ": %s", mdEscape(c.Reason))
-			}
-			b.WriteString("\n")
-		}
-		b.WriteString("\n</details>\n")
-	}
-	return b.String()
-}
-
-// mdEscape keeps text from a manifest from breaking out of markdown.
-func mdEscape(s string) string {
-	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "|", "\\|", "`", "'", "\n", " ", "[", "\\[", "]", "\\]", "*", "\\*", "_", "\\_")
-	return r.Replace(s)
 }

@@ -11,6 +11,8 @@ import (
 	runner "github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/drift"
 	"github.com/ferry-ci/ferry/internal/forge"
+	"github.com/ferry-ci/ferry/internal/kube"
+	"github.com/ferry-ci/ferry/internal/markdown"
 )
 
 // unsafeMarker is what a target name may not bring into an HTML comment.
@@ -49,9 +51,9 @@ func syncDriftIssues(ctx context.Context, e *env, f forge.Forge, label string, r
 		if u, err := url.Parse(run); err == nil && (u.Scheme == "https" || u.Scheme == "http") && !strings.ContainsAny(run, " <>") {
 			body += "\nLast checked by <" + run + ">.\n"
 		}
-		closing := fmt.Sprintf("No drift in %s any more at revision %s.", "`"+strings.ReplaceAll(r.Target, "`", "'")+"`", "`"+shortRev(revision)+"`")
+		closing := fmt.Sprintf("No drift in %s any more at revision %s.", markdown.Code(r.Target), markdown.Code(kube.ShortRevision(revision)))
 		if healed {
-			closing = fmt.Sprintf("Healed by ferry drift --heal at revision %s.", "`"+shortRev(revision)+"`")
+			closing = fmt.Sprintf("Healed by ferry drift --heal at revision %s.", markdown.Code(kube.ShortRevision(revision)))
 		}
 		sync := forge.IssueSync{Marker: driftIssueMarker(r.Target), Label: label}
 		res, err := sync.Sync(ctx, f, drift.IssueTitle(r.Target), body, open, closing)

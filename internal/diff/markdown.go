@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html"
 	"strings"
+
+	"github.com/ferry-ci/ferry/internal/markdown"
 )
 
 // MaxObjectDiff caps one object's diff in markdown (the full diff stays in
@@ -19,18 +21,18 @@ const MaxObjectDiff = 20000
 func Markdown(r *Report) []string {
 	var blocks []string
 	var b strings.Builder
-	fmt.Fprintf(&b, "### ferry diff `%s` → `%s`\n\n", shortHash(r.Base), shortHash(r.Head))
+	fmt.Fprintf(&b, "### ferry diff %s → %s\n\n", markdown.Code(shortHash(r.Base)), markdown.Code(shortHash(r.Head)))
 	if !r.Changed() {
 		b.WriteString("No differences in the rendered manifests.\n")
 		return []string{b.String()}
 	}
 	b.WriteString("| Target | Added | Changed | Removed | Unchanged | |\n|---|---:|---:|---:|---:|---|\n")
 	for _, t := range r.Targets {
-		note := cell(t.Why)
+		note := markdown.Text(t.Why)
 		if t.Error != "" {
 			note = "**render failed at " + t.Side + "**"
 		}
-		fmt.Fprintf(&b, "| `%s` | %d | %d | %d | %d | %s |\n", code(t.Name), t.Counts.Added, t.Counts.Changed, t.Counts.Removed, t.Counts.Unchanged, note)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s |\n", markdown.Code(t.Name), t.Counts.Added, t.Counts.Changed, t.Counts.Removed, t.Counts.Unchanged, note)
 	}
 	if r.Unaffected > 0 {
 		fmt.Fprintf(&b, "\n%d other target(s) not affected.\n", r.Unaffected)
@@ -38,11 +40,11 @@ func Markdown(r *Report) []string {
 	var warnings []string
 	for _, t := range r.Targets {
 		if t.Error != "" {
-			warnings = append(warnings, fmt.Sprintf("`%s` fails to render at %s: %s", code(t.Name), t.Side, cell(firstLine(t.Error))))
+			warnings = append(warnings, fmt.Sprintf("%s fails to render at %s: %s", markdown.Code(t.Name), t.Side, markdown.Text(firstLine(t.Error))))
 		}
 	}
 	for _, w := range r.Warnings {
-		warnings = append(warnings, cell(w))
+		warnings = append(warnings, markdown.Text(w))
 	}
 	if len(warnings) > 0 {
 		b.WriteString("\n> [!WARNING]\n")
@@ -54,15 +56,15 @@ func Markdown(r *Report) []string {
 
 	for _, t := range r.Targets {
 		var h strings.Builder
-		fmt.Fprintf(&h, "#### `%s`\n", code(t.Name))
+		fmt.Fprintf(&h, "#### %s\n", markdown.Code(t.Name))
 		if t.Error != "" {
-			fmt.Fprintf(&h, "\nFails to render at %s:\n\n%s", t.Side, fence("text", t.Error))
+			fmt.Fprintf(&h, "\nFails to render at %s:\n\n%s", t.Side, markdown.Fence("text", t.Error))
 		}
 		for _, id := range t.NotCompared {
-			fmt.Fprintf(&h, "\n- `%s`: encrypted, not compared (no key)", code(id.String()))
+			fmt.Fprintf(&h, "\n- %s: encrypted, not compared (no key)", markdown.Code(id.String()))
 		}
 		for _, ef := range t.Encrypted {
-			fmt.Fprintf(&h, "\n- encrypted file `%s` changed (no key; keys from SOPS metadata)%s", code(ef.Path), keyList(ef.Added, ef.Removed, ef.Changed, "re-encrypted"))
+			fmt.Fprintf(&h, "\n- encrypted file %s changed (no key; keys from SOPS metadata)%s", markdown.Code(ef.Path), keyList(ef.Added, ef.Removed, ef.Changed, "re-encrypted"))
 		}
 		blocks = append(blocks, h.String())
 		for _, o := range t.Objects {
@@ -72,11 +74,11 @@ func Markdown(r *Report) []string {
 			blocks = append(blocks, objectBlock(o, ""))
 		}
 		if t.LiveError != "" {
-			blocks = append(blocks, "Could not compare with the live cluster:\n\n"+fence("text", t.LiveError))
+			blocks = append(blocks, "Could not compare with the live cluster:\n\n"+markdown.Fence("text", t.LiveError))
 		}
 		if t.LiveCounts != nil {
 			c := t.LiveCounts
-			blocks = append(blocks, fmt.Sprintf("**`%s` against the live cluster:** %d to create, %d to change, %d to prune or leave, %d unchanged\n", code(t.Name), c.Added, c.Changed, c.Removed, c.Unchanged))
+			blocks = append(blocks, fmt.Sprintf("**%s against the live cluster:** %d to create, %d to change, %d to prune or leave, %d unchanged\n", markdown.Code(t.Name), c.Added, c.Changed, c.Removed, c.Unchanged))
 			for _, o := range t.Live {
 				if o.Action != Unchanged {
 					blocks = append(blocks, objectBlock(o, "live: "))
@@ -95,7 +97,7 @@ func objectBlock(o Object, prefix string) string {
 	}
 	fmt.Fprintf(&b, "<details><summary><code>%s</code> (%s)</summary>\n\n", html.EscapeString(o.ID.String()), label)
 	for _, w := range o.Warnings {
-		b.WriteString("> ⚠️ " + cell(w) + "\n")
+		b.WriteString("> ⚠️ " + markdown.Text(w) + "\n")
 	}
 	if len(o.Warnings) > 0 {
 		b.WriteString("\n")
@@ -103,7 +105,7 @@ func objectBlock(o Object, prefix string) string {
 	if o.Secret != nil {
 		what := "Secret keys"
 		if o.Secret.Of != "" {
-			what += " compared with `" + code(o.Secret.Of) + "`"
+			what += " compared with " + markdown.Code(o.Secret.Of)
 		}
 		changed := "changed"
 		if o.Secret.Encrypted {
@@ -120,7 +122,7 @@ func objectBlock(o Object, prefix string) string {
 		if o.Secret != nil {
 			b.WriteString("\n")
 		}
-		b.WriteString(fence("diff", d))
+		b.WriteString(markdown.Fence("diff", d))
 	}
 	b.WriteString("\n</details>\n")
 	return b.String()
@@ -134,7 +136,7 @@ func keyList(added, removed, changed []string, changedWord string) string {
 		}
 		q := make([]string, len(keys))
 		for i, k := range keys {
-			q[i] = "`" + code(k) + "`"
+			q[i] = markdown.Code(k)
 		}
 		parts = append(parts, word+" "+strings.Join(q, ", "))
 	}
@@ -145,38 +147,6 @@ func keyList(added, removed, changed []string, changedWord string) string {
 		return " none"
 	}
 	return " " + strings.Join(parts, "; ")
-}
-
-// fence wraps text in a code fence longer than any backtick run inside it,
-// so the content cannot close it.
-func fence(lang, text string) string {
-	longest, run := 0, 0
-	for _, c := range text {
-		if c == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	f := strings.Repeat("`", max(3, longest+1))
-	if !strings.HasSuffix(text, "\n") {
-		text += "\n"
-	}
-	return f + lang + "\n" + text + f + "\n"
-}
-
-// code makes text safe inside an inline code span in a table cell or
-// heading: no backticks, pipes or line breaks.
-func code(s string) string {
-	return strings.NewReplacer("`", "'", "|", "¦", "\n", " ", "\r", " ").Replace(s)
-}
-
-// cell makes free text safe in markdown: HTML escaped, no table breaks,
-// no markdown emphasis or links.
-func cell(s string) string {
-	s = html.EscapeString(s)
-	return strings.NewReplacer("|", "\\|", "\n", " ", "\r", " ", "`", "\\`", "*", "\\*", "_", "\\_", "[", "\\[", "]", "\\]").Replace(s)
 }
 
 func firstLine(s string) string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ferry-ci/ferry/internal/kube"
+	"github.com/ferry-ci/ferry/internal/markdown"
 )
 
 // JSON writes the reports as one JSON array.
@@ -56,7 +57,7 @@ func writeHealText(b *strings.Builder, r *Report) {
 	case r.HealError != "":
 		fmt.Fprintf(b, "  heal failed: %s\n", r.HealError)
 	case r.Heal != nil:
-		fmt.Fprintf(b, "  healed: %s\n", healSummary(r.Heal))
+		fmt.Fprintf(b, "  healed: %s\n", r.Heal.Summary())
 	}
 	if r.Heal == nil {
 		return
@@ -167,19 +168,6 @@ func describeField(f Field, code func(string) string) string {
 	return s
 }
 
-func healSummary(cs *kube.ChangeSet) string {
-	var parts []string
-	for _, a := range []kube.Action{kube.Created, kube.Configured, kube.Unchanged, kube.Pruned, kube.Skipped, kube.Orphaned} {
-		if n := cs.Count(a); n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, a))
-		}
-	}
-	if len(parts) == 0 {
-		return "nothing to do"
-	}
-	return strings.Join(parts, ", ")
-}
-
 // Markdown writes the reports for a step summary: a table of targets,
 // then each target's objects.
 func Markdown(w io.Writer, reports []*Report) error {
@@ -188,10 +176,10 @@ func Markdown(w io.Writer, reports []*Report) error {
 	b.WriteString("| target | status | drift | not applied yet | in sync |\n|---|---|---|---|---|\n")
 	for _, r := range reports {
 		if r.Error != "" {
-			fmt.Fprintf(&b, "| %s | %s | | | |\n", escape(r.Target), r.Status)
+			fmt.Fprintf(&b, "| %s | %s | | | |\n", markdown.Text(r.Target), r.Status)
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d |\n", escape(r.Target), r.Status, driftCounts(r), r.Count(Pending), r.InSync)
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d |\n", markdown.Text(r.Target), r.Status, driftCounts(r), r.Count(Pending), r.InSync)
 	}
 	for _, r := range reports {
 		if r.Status == InSync && r.Heal == nil {
@@ -208,20 +196,20 @@ func Markdown(w io.Writer, reports []*Report) error {
 // e.g. as the body of a drift issue.
 func MarkdownTarget(r *Report) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "#### %s: %s\n\n", escape(r.Target), r.Status)
+	fmt.Fprintf(&b, "#### %s: %s\n\n", markdown.Text(r.Target), r.Status)
 	if r.Error != "" {
-		fmt.Fprintf(&b, "Error: %s\n", escape(r.Error))
+		fmt.Fprintf(&b, "Error: %s\n", markdown.Text(r.Error))
 		return b.String()
 	}
-	fmt.Fprintf(&b, "%s.\n\n", revisions(r, code))
+	fmt.Fprintf(&b, "%s.\n\n", revisions(r, markdown.Code))
 	for _, o := range r.Objects {
-		fmt.Fprintf(&b, "- **%s** %s", o.Class, code(o.Object.String()))
+		fmt.Fprintf(&b, "- **%s** %s", o.Class, markdown.Code(o.Object.String()))
 		if o.Reason != "" {
-			b.WriteString(": " + escape(o.Reason))
+			b.WriteString(": " + markdown.Text(o.Reason))
 		}
 		b.WriteString("\n")
 		for _, f := range o.Fields {
-			fmt.Fprintf(&b, "  - %s: %s\n", code(f.Path), describeField(f, code))
+			fmt.Fprintf(&b, "  - %s: %s\n", markdown.Code(f.Path), describeField(f, markdown.Code))
 		}
 		if o.MoreFields > 0 {
 			fmt.Fprintf(&b, "  - ... and %d more fields\n", o.MoreFields)
@@ -229,14 +217,14 @@ func MarkdownTarget(r *Report) string {
 	}
 	switch {
 	case r.HealError != "":
-		fmt.Fprintf(&b, "\nHeal failed: %s\n", escape(r.HealError))
+		fmt.Fprintf(&b, "\nHeal failed: %s\n", markdown.Text(r.HealError))
 	case r.Heal != nil:
-		fmt.Fprintf(&b, "\nHealed: %s.\n", healSummary(r.Heal))
+		fmt.Fprintf(&b, "\nHealed: %s.\n", r.Heal.Summary())
 	}
 	if r.Heal != nil {
 		for _, c := range r.Heal.Changes {
 			if c.Action != kube.Unchanged {
-				fmt.Fprintf(&b, "- %s %s\n", c.Action, code(c.Object.String()))
+				fmt.Fprintf(&b, "- %s %s\n", c.Action, markdown.Code(c.Object.String()))
 			}
 		}
 	}
@@ -244,24 +232,4 @@ func MarkdownTarget(r *Report) string {
 		fmt.Fprintf(&b, "\nDrift issue #%d: %s.\n", r.Issue.Number, r.Issue.Action)
 	}
 	return b.String()
-}
-
-// escape keeps text from the cluster or the repository from becoming
-// markup: HTML is neutralized and markdown's punctuation escaped.
-func escape(s string) string {
-	r := strings.NewReplacer(
-		"&", "&amp;", "<", "&lt;", ">", "&gt;",
-		"\\", "\\\\", "|", "\\|", "`", "&#96;", "*", "\\*", "_", "\\_", "[", "\\[", "]", "\\]",
-		"#", "\\#", "!", "\\!", "~", "\\~",
-		"\r", " ", "\n", " ",
-	)
-	return r.Replace(s)
-}
-
-// code quotes s as an inline code span, which markdown renders verbatim
-// (no HTML, no links): backticks cannot close it early and line breaks
-// cannot start a new block.
-func code(s string) string {
-	s = strings.NewReplacer("`", "'", "\r", `\r`, "\n", `\n`).Replace(s)
-	return "`" + s + "`"
 }

@@ -1,0 +1,129 @@
+package kube
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ferry-ci/ferry/internal/markdown"
+)
+
+// WriteChangeSets writes change sets as `ferry apply` prints them: format
+// text (a line per target and per object), json or markdown.
+func WriteChangeSets(w io.Writer, sets []*ChangeSet, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if sets == nil {
+			sets = []*ChangeSet{}
+		}
+		return enc.Encode(sets)
+	case "markdown":
+		_, err := io.WriteString(w, MarkdownChangeSets(sets))
+		return err
+	}
+	for _, cs := range sets {
+		if cs.NotAttempted != "" {
+			fmt.Fprintf(w, "target %s (not attempted): %s\n", cs.Target, cs.NotAttempted)
+			continue
+		}
+		verb := "applied"
+		if cs.DryRun {
+			verb = "dry run"
+		}
+		if cs.Error != "" {
+			verb = "failed at"
+		}
+		fmt.Fprintf(w, "target %s (%s %s): %s\n", cs.Target, verb, ShortRevision(cs.Revision), cs.Summary())
+		for _, c := range cs.Changes {
+			line := fmt.Sprintf("  %-10s %s", c.Action, c.Object)
+			if c.Reason != "" {
+				line += " (" + c.Reason + ")"
+			}
+			fmt.Fprintln(w, line)
+		}
+		for _, h := range cs.NotReady {
+			fmt.Fprintf(w, "  not ready  %s: %s %s\n", h.Object, h.Status, h.Message)
+		}
+	}
+	return nil
+}
+
+// actions in the order reports list them.
+var actions = []Action{Created, Configured, Unchanged, Pruned, Skipped, Orphaned}
+
+// Summary counts the changes by action ("2 created, 18 unchanged"), or
+// says "nothing to do".
+func (cs *ChangeSet) Summary() string {
+	var parts []string
+	for _, a := range actions {
+		if n := cs.Count(a); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, a))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing to do"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ShortRevision is a revision as reports show it: its first 12
+// characters, or "unknown revision".
+func ShortRevision(r string) string {
+	if r == "" {
+		return "unknown revision"
+	}
+	if len(r) > 12 {
+		return r[:12]
+	}
+	return r
+}
+
+// MarkdownChangeSets renders change sets for a step summary: a table of
+// targets, what failed or was not attempted, then each target's changes.
+func MarkdownChangeSets(sets []*ChangeSet) string {
+	var b strings.Builder
+	b.WriteString("### ferry apply\n\n| target | revision | created | configured | unchanged | pruned | skipped | orphaned |\n|---|---|---|---|---|---|---|---|\n")
+	var problems []string
+	for _, cs := range sets {
+		switch {
+		case cs.NotAttempted != "":
+			problems = append(problems, fmt.Sprintf("- **%s** was not attempted: %s\n", markdown.Text(cs.Target), markdown.Text(cs.NotAttempted)))
+			continue
+		case cs.Error != "":
+			problems = append(problems, fmt.Sprintf("- **%s** failed: %s\n", markdown.Text(cs.Target), markdown.Text(cs.Error)))
+		}
+		fmt.Fprintf(&b, "| %s | %s |", markdown.Text(cs.Target), markdown.Code(ShortRevision(cs.Revision)))
+		for _, a := range actions {
+			fmt.Fprintf(&b, " %d |", cs.Count(a))
+		}
+		b.WriteString("\n")
+	}
+	if len(problems) > 0 {
+		b.WriteString("\n")
+		b.WriteString(strings.Join(problems, ""))
+	}
+	for _, cs := range sets {
+		var changed []Change
+		for _, c := range cs.Changes {
+			if c.Action != Unchanged {
+				changed = append(changed, c)
+			}
+		}
+		if len(changed) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", markdown.Text(cs.Target), markdown.Text(cs.Summary()))
+		for _, c := range changed {
+			fmt.Fprintf(&b, "- %s %s", c.Action, markdown.Code(c.Object.String()))
+			if c.Reason != "" {
+				fmt.Fprintf(&b, ": %s", markdown.Text(c.Reason))
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\n</details>\n")
+	}
+	return b.String()
+}
