@@ -2,7 +2,8 @@
 // into the markdown ferry writes (pull request comments, step summaries,
 // issues) so that it shows as the text it is: it cannot become HTML,
 // links, emphasis, headings or extra table cells, nor close the code span
-// or code fence it is quoted in.
+// or code fence it is quoted in. Pack splits a report too long for one
+// comment into parts that each render on their own.
 package markdown
 
 import "strings"
