@@ -18,14 +18,14 @@ type applyOptions struct {
 	repo             string
 	cluster          clusterFlags
 	revision         string
-	format           string
+	format           *formatValue
 	allowRemoteBases bool
 	parallel         int
 	apply            kube.ApplyOptions
 }
 
 func newApplyCmd(e *env) *cobra.Command {
-	o := &applyOptions{apply: kube.DefaultApplyOptions()}
+	o := &applyOptions{apply: kube.DefaultApplyOptions(), format: newFormat("text", "json", "markdown")}
 	o.apply.LeaveOut = config.ActsOn
 	cmd := &cobra.Command{
 		Use:   "apply [TARGET...]",
@@ -72,7 +72,7 @@ Exit status: 0 applied, 2 any error (nothing is written when preflight fails).`,
 	f.StringVar(&o.repo, "repo", ".", "repository root")
 	o.cluster.register(f)
 	f.StringVar(&o.revision, "revision", "", "Git revision being applied (default $GITHUB_SHA, else the repository's HEAD)")
-	f.StringVar(&o.format, "format", "text", "output: text, json or markdown")
+	f.Var(o.format, "format", "output: text, json or markdown")
 	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
 	a := &o.apply
 	f.BoolVar(&a.Prune, "prune", false, "delete inventory members no longer rendered (also on for targets with prune: true)")
@@ -92,11 +92,6 @@ Exit status: 0 applied, 2 any error (nothing is written when preflight fails).`,
 
 func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error {
 	ctx := cmd.Context()
-	switch o.format {
-	case "text", "json", "markdown":
-	default:
-		return fmt.Errorf("--format %q: want text, json or markdown", o.format)
-	}
 	d, err := e.decryptor()
 	if err != nil {
 		return err
@@ -172,7 +167,7 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	// The API server's messages may quote what it was sent.
 	e.masker.Redact(sets)
 	var out strings.Builder
-	if err := kube.WriteChangeSets(&out, sets, o.format); err != nil {
+	if err := kube.WriteChangeSets(&out, sets, o.format.value); err != nil {
 		return err
 	}
 	if _, err := io.WriteString(e.stdout, e.masker.Mask(out.String())); err != nil {

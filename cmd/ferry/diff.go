@@ -19,7 +19,7 @@ import (
 type diffOptions struct {
 	repo             string
 	base, head       string
-	format           string
+	format           *formatValue
 	exitCode         bool
 	noDecrypt        bool
 	allowRemoteBases bool
@@ -35,7 +35,7 @@ type diffOptions struct {
 }
 
 func newDiffCmd(e *env) *cobra.Command {
-	o := &diffOptions{}
+	o := &diffOptions{format: newFormat("text", "json", "markdown")}
 	cmd := &cobra.Command{
 		Use:   "diff --base REF [--head REF] [TARGET...]",
 		Short: "Diff the rendered manifests of two revisions, object by object",
@@ -75,7 +75,7 @@ to render at either revision (the other targets are still reported).`,
 	f.StringVar(&o.repo, "repo", ".", "repository root (may be a folder inside the Git work tree)")
 	f.StringVar(&o.base, "base", "", "base revision: a commit, branch or tag (default: the pull request's base in Actions)")
 	f.StringVar(&o.head, "head", "", "head revision (default: the pull request's head in Actions, else HEAD)")
-	f.StringVar(&o.format, "format", "text", "report format: text, json or markdown")
+	f.Var(o.format, "format", "report format: text, json or markdown")
 	f.BoolVar(&o.exitCode, "exit-code", false, "exit 1 when there are differences")
 	f.BoolVar(&o.noDecrypt, "no-decrypt", false, "compare encrypted Secrets by their SOPS metadata only (automatic without an age key)")
 	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
@@ -110,11 +110,6 @@ func (e *env) renderOptions(noDecrypt, allowRemote bool) (render.Options, error)
 
 func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	ctx := cmd.Context()
-	switch o.format {
-	case "text", "json", "markdown":
-	default:
-		return fmt.Errorf("--format %q: want text, json or markdown", o.format)
-	}
 	if err := fillFromEvent(e, &o.base, &o.head, &o.pr); err != nil {
 		return err
 	}
@@ -180,7 +175,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 }
 
 func printDiff(e *env, o *diffOptions, r *diff.Report, markdown string) error {
-	switch o.format {
+	switch o.format.value {
 	case "json":
 		var b strings.Builder
 		if err := diff.JSON(&b, r); err != nil {

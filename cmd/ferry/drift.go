@@ -24,7 +24,7 @@ type driftOptions struct {
 	repo             string
 	cluster          clusterFlags
 	revision         string
-	format           string
+	format           *formatValue
 	reports          []string
 	failOnDrift      bool
 	heal             bool
@@ -38,7 +38,7 @@ type driftOptions struct {
 }
 
 func newDriftCmd(e *env) *cobra.Command {
-	o := &driftOptions{compare: kube.DefaultCompareOptions(), apply: kube.DefaultApplyOptions()}
+	o := &driftOptions{compare: kube.DefaultCompareOptions(), apply: kube.DefaultApplyOptions(), format: newFormat("text", "json", "markdown")}
 	o.compare.LeaveOut, o.apply.LeaveOut = config.ActsOn, config.ActsOn
 	cmd := &cobra.Command{
 		Use:   "drift [TARGET...]",
@@ -102,7 +102,7 @@ with --fail-on-drift (also when --heal repaired it), 2 any error.`,
 	f.StringVar(&o.repo, "repo", ".", "repository root")
 	o.cluster.register(f)
 	f.StringVar(&o.revision, "revision", "", "Git revision checked out (default $GITHUB_SHA, else the repository's HEAD)")
-	f.StringVar(&o.format, "format", "text", "output: text, json or markdown")
+	f.Var(o.format, "format", "output: text, json or markdown")
 	f.StringSliceVar(&o.reports, "report", []string{"summary"}, "where else to report: summary (the step summary), issue (an issue per drifted target), none")
 	f.StringVar(&o.forge, "forge", "", "forge API for --report issue: github or gitea (default: from the Actions environment)")
 	f.StringVar(&o.issueLabel, "issue-label", "ferry-drift", "label of the drift issues")
@@ -120,11 +120,6 @@ with --fail-on-drift (also when --heal repaired it), 2 any error.`,
 }
 
 func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error {
-	switch o.format {
-	case "text", "json", "markdown":
-	default:
-		return fmt.Errorf("--format %q: want text, json or markdown", o.format)
-	}
 	summary, issues := false, false
 	for _, r := range o.reports {
 		switch r {
@@ -209,7 +204,7 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 		issueErr = syncDriftIssues(ctx, e, issueForge, o.issueLabel, reports, revision)
 	}
 
-	if err := printDrift(e, reports, o.format); err != nil {
+	if err := printDrift(e, reports, o.format.value); err != nil {
 		return err
 	}
 	if err := reportDriftToActions(e, reports, summary); err != nil {

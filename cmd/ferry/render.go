@@ -24,13 +24,13 @@ type renderOptions struct {
 	repo             string
 	outDir           string
 	list             bool
-	format           string
+	format           *formatValue
 	noDecrypt        bool
 	allowRemoteBases bool
 }
 
 func newRenderCmd(e *env) *cobra.Command {
-	o := &renderOptions{}
+	o := &renderOptions{format: newFormat("text", "json")}
 	cmd := &cobra.Command{
 		Use:   "render [TARGET...]",
 		Short: "Print the rendered, decrypted manifests of targets",
@@ -69,7 +69,7 @@ object).`,
 	f.StringVar(&o.repo, "repo", ".", "repository root")
 	f.StringVarP(&o.outDir, "output-dir", "o", "", "write one file per object under `DIR`/<target>/ instead of printing")
 	f.BoolVar(&o.list, "list", false, "list the targets found, their state, where each came from, and those skipped (decrypts nothing)")
-	f.StringVar(&o.format, "format", "text", "format of --list: text or json")
+	f.Var(o.format, "format", "format of --list: text or json")
 	f.BoolVar(&o.noDecrypt, "no-decrypt", false, "leave SOPS-encrypted Secrets out instead of decrypting them")
 	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
 	return cmd
@@ -102,9 +102,6 @@ func (e *env) decryptor() (*secrets.Decryptor, error) {
 
 func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) error {
 	ctx := cmd.Context()
-	if o.format != "text" && o.format != "json" {
-		return fmt.Errorf("--format %q: want text or json", o.format)
-	}
 	// --list reads no secret: each target's state is that of a render
 	// with encrypted Secrets left out, so listing needs no key.
 	opts := render.Options{NoDecrypt: o.noDecrypt || o.list, AllowRemoteBases: o.allowRemoteBases}
@@ -120,7 +117,7 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 		return err
 	}
 	if o.list {
-		return printTargets(ctx, e, repo, o.format)
+		return printTargets(ctx, e, repo, o.format.value)
 	}
 	targets, err := repo.Select(args)
 	if err != nil {

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// formatValue is a --format flag that checks itself when it is set, so a
+// bad value is reported (exit 2) before the command runs.
+type formatValue struct {
+	value   string
+	allowed []string
+}
+
+// newFormat is a --format value defaulting to the first allowed format.
+func newFormat(allowed ...string) *formatValue {
+	return &formatValue{value: allowed[0], allowed: allowed}
+}
+
+func (f *formatValue) String() string { return f.value }
+func (f *formatValue) Type() string   { return "string" }
+
+func (f *formatValue) Set(s string) error {
+	if !slices.Contains(f.allowed, s) {
+		return fmt.Errorf("want %s", orList(f.allowed))
+	}
+	f.value = s
+	return nil
+}
+
+// orList is "a, b or c".
+func orList(xs []string) string {
+	if len(xs) == 1 {
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
+}
