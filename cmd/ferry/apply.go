@@ -15,13 +15,12 @@ import (
 )
 
 type applyOptions struct {
-	repo             string
-	cluster          clusterFlags
-	revision         string
-	format           *formatValue
-	allowRemoteBases bool
-	parallel         int
-	apply            kube.ApplyOptions
+	repo     repoFlags
+	cluster  clusterFlags
+	revision string
+	format   *formatValue
+	parallel int
+	apply    kube.ApplyOptions
 }
 
 func newApplyCmd(e *env) *cobra.Command {
@@ -69,11 +68,10 @@ Exit status: 0 applied, 2 any error (nothing is written when preflight fails).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.repo, "repo", ".", "repository root")
+	o.repo.register(f, "repository root")
 	o.cluster.register(f)
 	f.StringVar(&o.revision, "revision", "", "Git revision being applied (default $GITHUB_SHA, else the repository's HEAD)")
 	f.Var(o.format, "format", "output: text, json or markdown")
-	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
 	a := &o.apply
 	f.BoolVar(&a.Prune, "prune", false, "delete inventory members no longer rendered (also on for targets with prune: true)")
 	f.BoolVar(&a.Wait, "wait", false, "wait until every object is healthy (kstatus)")
@@ -96,7 +94,7 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	if err != nil {
 		return err
 	}
-	repo, err := config.Load(ctx, o.repo, render.Options{Decryptor: d, AllowRemoteBases: o.allowRemoteBases})
+	repo, err := config.Load(ctx, o.repo.dir, render.Options{Decryptor: d, AllowRemoteBases: o.repo.allowRemoteBases})
 	if err != nil {
 		return err
 	}

@@ -17,21 +17,20 @@ import (
 )
 
 type diffOptions struct {
-	repo             string
-	base, head       string
-	format           *formatValue
-	exitCode         bool
-	noDecrypt        bool
-	allowRemoteBases bool
-	reportFile       string
-	color            string
-	comment          bool
-	forge            string
-	pr               int
-	maxComments      int
-	live             bool
-	cluster          clusterFlags
-	inventoryNS      string
+	repo        repoFlags
+	base, head  string
+	format      *formatValue
+	exitCode    bool
+	noDecrypt   bool
+	reportFile  string
+	color       string
+	comment     bool
+	forge       string
+	pr          int
+	maxComments int
+	live        bool
+	cluster     clusterFlags
+	inventoryNS string
 }
 
 func newDiffCmd(e *env) *cobra.Command {
@@ -72,13 +71,12 @@ to render at either revision (the other targets are still reported).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.repo, "repo", ".", "repository root (may be a folder inside the Git work tree)")
+	o.repo.register(f, "repository root (may be a folder inside the Git work tree)")
 	f.StringVar(&o.base, "base", "", "base revision: a commit, branch or tag (default: the pull request's base in Actions)")
 	f.StringVar(&o.head, "head", "", "head revision (default: the pull request's head in Actions, else HEAD)")
 	f.Var(o.format, "format", "report format: text, json or markdown")
 	f.BoolVar(&o.exitCode, "exit-code", false, "exit 1 when there are differences")
 	f.BoolVar(&o.noDecrypt, "no-decrypt", false, "compare encrypted Secrets by their SOPS metadata only (automatic without an age key)")
-	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
 	f.StringVar(&o.reportFile, "report-file", "", "also write the full markdown report to `FILE` (for an artifact)")
 	f.StringVar(&o.color, "color", "auto", "color the text report: auto, always or never")
 	f.BoolVar(&o.comment, "comment", false, "keep the markdown report in one comment on the pull request")
@@ -116,11 +114,11 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	if o.base == "" {
 		return fmt.Errorf("--base is required outside a pull_request event")
 	}
-	ropts, err := e.renderOptions(o.noDecrypt, o.allowRemoteBases)
+	ropts, err := e.renderOptions(o.noDecrypt, o.repo.allowRemoteBases)
 	if err != nil {
 		return err
 	}
-	dopts := diff.Options{Repo: o.repo, Base: o.base, Head: o.head, Render: ropts, Targets: args, FetchToken: e.token(), Mask: e.masker}
+	dopts := diff.Options{Repo: o.repo.dir, Base: o.base, Head: o.head, Render: ropts, Targets: args, FetchToken: e.token(), Mask: e.masker}
 	if o.live {
 		dopts.Live = func(ctx context.Context, t *config.Target, objs []*unstructured.Unstructured) ([]diff.Object, error) {
 			client, err := o.cluster.client(e, t)

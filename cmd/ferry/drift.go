@@ -21,18 +21,17 @@ import (
 )
 
 type driftOptions struct {
-	repo             string
-	cluster          clusterFlags
-	revision         string
-	format           *formatValue
-	reports          []string
-	failOnDrift      bool
-	heal             bool
-	concurrency      int
-	allowRemoteBases bool
-	forge            string
-	issueLabel       string
-	compare          kube.CompareOptions
+	repo        repoFlags
+	cluster     clusterFlags
+	revision    string
+	format      *formatValue
+	reports     []string
+	failOnDrift bool
+	heal        bool
+	concurrency int
+	forge       string
+	issueLabel  string
+	compare     kube.CompareOptions
 	// apply holds the heal's apply options.
 	apply kube.ApplyOptions
 }
@@ -99,7 +98,7 @@ with --fail-on-drift (also when --heal repaired it), 2 any error.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.repo, "repo", ".", "repository root")
+	o.repo.register(f, "repository root")
 	o.cluster.register(f)
 	f.StringVar(&o.revision, "revision", "", "Git revision checked out (default $GITHUB_SHA, else the repository's HEAD)")
 	f.Var(o.format, "format", "output: text, json or markdown")
@@ -109,7 +108,6 @@ with --fail-on-drift (also when --heal repaired it), 2 any error.`,
 	f.BoolVar(&o.failOnDrift, "fail-on-drift", false, "exit 1 when any target drifted")
 	f.BoolVar(&o.heal, "heal", false, "after reporting, apply each target that is not in sync")
 	f.IntVar(&o.concurrency, "concurrency", 4, "targets compared at once")
-	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
 	f.StringVar(&o.compare.InventoryNamespace, "inventory-namespace", o.compare.InventoryNamespace, "namespace of the inventory Secrets and Leases")
 	a := &o.apply
 	f.BoolVar(&a.Prune, "prune", false, "with --heal: delete orphaned objects (also on for targets with prune: true)")
@@ -147,7 +145,7 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	if err != nil {
 		return err
 	}
-	repo, err := config.Load(ctx, o.repo, render.Options{Decryptor: d, AllowRemoteBases: o.allowRemoteBases})
+	repo, err := config.Load(ctx, o.repo.dir, render.Options{Decryptor: d, AllowRemoteBases: o.repo.allowRemoteBases})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // formatValue is a --format flag that checks itself when it is set, so a
@@ -35,4 +37,16 @@ func orList(xs []string) string {
 		return xs[0]
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
+}
+
+// repoFlags name the repository a command reads, and how far its
+// kustomizations may reach.
+type repoFlags struct {
+	dir              string
+	allowRemoteBases bool
+}
+
+func (r *repoFlags) register(f *pflag.FlagSet, help string) {
+	f.StringVar(&r.dir, "repo", ".", help)
+	f.BoolVar(&r.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
 }

@@ -10,10 +10,9 @@ import (
 )
 
 type planOptions struct {
-	repo             string
-	base, head       string
-	noDecrypt        bool
-	allowRemoteBases bool
+	repo       repoFlags
+	base, head string
+	noDecrypt  bool
 }
 
 func newPlanCmd(e *env) *cobra.Command {
@@ -49,11 +48,11 @@ Exit status: 0 listed (possibly none), 2 any error.`,
 			if o.base == "" {
 				return fmt.Errorf("--base is required outside a pull_request or push event")
 			}
-			ropts, err := e.renderOptions(o.noDecrypt, o.allowRemoteBases)
+			ropts, err := e.renderOptions(o.noDecrypt, o.repo.allowRemoteBases)
 			if err != nil {
 				return err
 			}
-			p, err := diff.Targets(cmd.Context(), diff.Options{Repo: o.repo, Base: o.base, Head: o.head, Render: ropts, Targets: args, FetchToken: e.token()})
+			p, err := diff.Targets(cmd.Context(), diff.Options{Repo: o.repo.dir, Base: o.base, Head: o.head, Render: ropts, Targets: args, FetchToken: e.token()})
 			if err != nil {
 				return err
 			}
@@ -80,10 +79,9 @@ Exit status: 0 listed (possibly none), 2 any error.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.repo, "repo", ".", "repository root (may be a folder inside the Git work tree)")
+	o.repo.register(f, "repository root (may be a folder inside the Git work tree)")
 	f.StringVar(&o.base, "base", "", "base revision (default: from the Actions event)")
 	f.StringVar(&o.head, "head", "", "head revision (default: from the Actions event, else HEAD)")
 	f.BoolVar(&o.noDecrypt, "no-decrypt", false, "do not decrypt SOPS files (automatic without an age key)")
-	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
 	return cmd
 }

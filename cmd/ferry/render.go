@@ -21,12 +21,11 @@ import (
 )
 
 type renderOptions struct {
-	repo             string
-	outDir           string
-	list             bool
-	format           *formatValue
-	noDecrypt        bool
-	allowRemoteBases bool
+	repo      repoFlags
+	outDir    string
+	list      bool
+	format    *formatValue
+	noDecrypt bool
 }
 
 func newRenderCmd(e *env) *cobra.Command {
@@ -66,12 +65,11 @@ object).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.repo, "repo", ".", "repository root")
+	o.repo.register(f, "repository root")
 	f.StringVarP(&o.outDir, "output-dir", "o", "", "write one file per object under `DIR`/<target>/ instead of printing")
 	f.BoolVar(&o.list, "list", false, "list the targets found, their state, where each came from, and those skipped (decrypts nothing)")
 	f.Var(o.format, "format", "format of --list: text or json")
 	f.BoolVar(&o.noDecrypt, "no-decrypt", false, "leave SOPS-encrypted Secrets out instead of decrypting them")
-	f.BoolVar(&o.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
 	return cmd
 }
 
@@ -104,7 +102,7 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 	ctx := cmd.Context()
 	// --list reads no secret: each target's state is that of a render
 	// with encrypted Secrets left out, so listing needs no key.
-	opts := render.Options{NoDecrypt: o.noDecrypt || o.list, AllowRemoteBases: o.allowRemoteBases}
+	opts := render.Options{NoDecrypt: o.noDecrypt || o.list, AllowRemoteBases: o.repo.allowRemoteBases}
 	if !opts.NoDecrypt {
 		d, err := e.decryptor()
 		if err != nil {
@@ -112,7 +110,7 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 		}
 		opts.Decryptor = d
 	}
-	repo, err := config.Load(ctx, o.repo, opts)
+	repo, err := config.Load(ctx, o.repo.dir, opts)
 	if err != nil {
 		return err
 	}
