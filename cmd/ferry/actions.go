@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
-	runner "github.com/ferry-ci/ferry/internal/actions"
+	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
@@ -117,7 +117,7 @@ func (e *env) group(title string) (end func()) {
 }
 
 // event returns the event that started the run (nil outside Actions).
-func (e *env) event() (*runner.Event, error) {
+func (e *env) event() (*actions.Event, error) {
 	if e.gha == nil {
 		return nil, nil
 	}
@@ -130,10 +130,10 @@ func (e *env) event() (*runner.Event, error) {
 // and returns the command line with the inputs turned into flags and
 // arguments. Outside Actions it returns args as they are.
 func (e *env) startActions(args []string, newRoot func(*env) *cobra.Command) ([]string, error) {
-	if !runner.Enabled(e.getenv) {
+	if !actions.Enabled(e.getenv) {
 		return args, nil
 	}
-	e.gha = runner.New(e.getenv, e.stdout)
+	e.gha = actions.New(e.getenv, e.stdout)
 	pending := func() []string { return maskable(e.masker.Values()) }
 	e.stdout = e.gha.Stdout(pending)
 	e.stderr = e.gha.Stderr(e.stderr, pending)
@@ -326,7 +326,7 @@ func (e *env) inputArgs(args []string, newRoot func(*env) *cobra.Command) ([]str
 			return nil, fmt.Errorf("inputs %s (content) and kubeconfig-path (a file) are both set: use one", inputKubeconfig)
 		}
 		if f := flags["kubeconfig-env"]; !f.Changed && !contains(used, "kubeconfig-env") {
-			injected = append(injected, "--kubeconfig-env="+runner.InputVar(inputKubeconfig))
+			injected = append(injected, "--kubeconfig-env="+actions.InputVar(inputKubeconfig))
 		}
 		used = append(used, inputKubeconfig)
 	}
@@ -336,7 +336,7 @@ func (e *env) inputArgs(args []string, newRoot func(*env) *cobra.Command) ([]str
 			return nil, fmt.Errorf("input %s: ferry %s takes no targets", inputTargets, cmd.Name())
 		}
 		if len(cmd.Flags().Args()) == 0 {
-			for _, t := range runner.List(v) {
+			for _, t := range actions.List(v) {
 				if strings.HasPrefix(t, "-") {
 					return nil, fmt.Errorf("input %s: %q is not a target name", inputTargets, t)
 				}
@@ -374,13 +374,13 @@ func (e *env) inputArgs(args []string, newRoot func(*env) *cobra.Command) ([]str
 func inputValues(name string, f *pflag.Flag, v string) ([]string, error) {
 	switch {
 	case isBool(f):
-		b, ok := runner.Bool(v)
+		b, ok := actions.Bool(v)
 		if !ok {
 			return nil, fmt.Errorf("input %s: want true or false, got %q", name, v)
 		}
 		return []string{strconv.FormatBool(b)}, nil
 	case isList(f):
-		items := runner.List(v)
+		items := actions.List(v)
 		for _, item := range items {
 			if err := f.Value.Set(item); err != nil {
 				return nil, fmt.Errorf("input %s: %w", name, err)
@@ -482,8 +482,8 @@ var fileRef = regexp.MustCompile(`(?:^|[\s"'(])((?:[\w.@+-]+/)*[\w.@+-]+\.(?:ya?
 
 // annotation places an error on the file it is about, relative to the
 // workspace.
-func (e *env) annotation(err error, command string) runner.Annotation {
-	a := runner.Annotation{Title: "ferry " + command}
+func (e *env) annotation(err error, command string) actions.Annotation {
+	a := actions.Annotation{Title: "ferry " + command}
 	var de *secrets.DecryptError
 	var re *render.RemoteError
 	switch {

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
-	runner "github.com/ferry-ci/ferry/internal/actions"
+	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
 )
 
@@ -79,7 +79,7 @@ func newRunnerVars(t *testing.T, forge, event string) *runnerVars {
 // with adds step inputs, as the runner turns `with:` into INPUT_*.
 func (rv *runnerVars) with(inputs map[string]string) *runnerVars {
 	for k, v := range inputs {
-		rv.vars[runner.InputVar(k)] = v
+		rv.vars[actions.InputVar(k)] = v
 	}
 	return rv
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	runner "github.com/ferry-ci/ferry/internal/actions"
+	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/drift"
 	"github.com/ferry-ci/ferry/internal/forge"
@@ -334,7 +334,7 @@ func reportDriftToActions(e *env, reports []*drift.Report, summary bool) error {
 	if e.getenv("GITHUB_STEP_SUMMARY") == "" {
 		return nil
 	}
-	if err := runner.New(e.getenv, io.Discard).AddSummary(e.masker.Mask(b.String())); err != nil {
+	if err := actions.New(e.getenv, io.Discard).AddSummary(e.masker.Mask(b.String())); err != nil {
 		return fmt.Errorf("step summary: %w", err)
 	}
 	return nil

@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	runner "github.com/ferry-ci/ferry/internal/actions"
+	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/drift"
 	"github.com/ferry-ci/ferry/internal/forge"
 	"github.com/ferry-ci/ferry/internal/kube"
@@ -39,7 +39,7 @@ func (o *driftOptions) issueForge(e *env) (forge.Forge, error) {
 // target drifts, closed with a comment once it does not (or --heal repaired
 // it). A target that could not be checked keeps its issue as it is.
 func syncDriftIssues(ctx context.Context, e *env, f forge.Forge, label string, reports []*drift.Report, revision string) error {
-	run := runner.New(e.getenv, e.stdout).RunURL()
+	run := actions.New(e.getenv, e.stdout).RunURL()
 	var errs []error
 	for _, r := range reports {
 		if r.Error != "" {

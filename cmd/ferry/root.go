@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	runner "github.com/ferry-ci/ferry/internal/actions"
+	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
@@ -33,7 +33,7 @@ type env struct {
 
 	// gha is the Actions runtime when ferry runs as a workflow step
 	// (GITHUB_ACTIONS=true), nil otherwise: see actions.go.
-	gha *runner.Runtime
+	gha *actions.Runtime
 	// actionErr is the first failure to write a step output or summary.
 	actionErr error
 	// actionRepo is the step's --repo, for error annotations.
