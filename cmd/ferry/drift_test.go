@@ -21,6 +21,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
 	"github.com/ferry-ci/ferry/internal/forge/githubtest"
 	"github.com/ferry-ci/ferry/internal/kube"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 const (
@@ -38,19 +39,6 @@ func kubectl(t *testing.T, env []string, args ...string) string {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 func replaceIn(t *testing.T, path, old, new string) {
@@ -78,7 +66,7 @@ func exampleDriftRepo(t *testing.T) (repo, infraNS, stageNS string) {
 	replaceIn(t, filepath.Join(repo, "apps/stage/kustomization.yaml"), "namespace: stage", "namespace: "+stageNS)
 	replaceIn(t, filepath.Join(repo, "apps/stage/namespace.yaml"), "name: stage", "name: "+stageNS)
 	replaceIn(t, filepath.Join(repo, "apps/stage/kustomization.yaml"), "  - namespace.yaml\n", "  - namespace.yaml\n  - settings.yaml\n")
-	writeFiles(t, repo, map[string]string{"apps/stage/settings.yaml": `apiVersion: v1
+	testtree.Write(t, repo, map[string]string{"apps/stage/settings.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: settings
@@ -181,7 +169,7 @@ func TestDriftExample(t *testing.T) {
 	// 3 a.m.
 	kubectl(t, nil, "-n", stageNS, "scale", "deployment/inference-api", "--replicas=5")
 	editor := filepath.Join(t.TempDir(), "editor.sh")
-	writeFiles(t, filepath.Dir(editor), map[string]string{"editor.sh": "#!/bin/sh\nsed -i 's/LOG_LEVEL: info/LOG_LEVEL: debug/' \"$1\"\n"})
+	testtree.Write(t, filepath.Dir(editor), map[string]string{"editor.sh": "#!/bin/sh\nsed -i 's/LOG_LEVEL: info/LOG_LEVEL: debug/' \"$1\"\n"})
 	if err := os.Chmod(editor, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +179,7 @@ func TestDriftExample(t *testing.T) {
 		"-p", fmt.Sprintf(`{"data":{"API_KEY":%q}}`, base64.StdEncoding.EncodeToString([]byte(patched))))
 	kubectl(t, nil, "-n", stageNS, "label", "deployment/trainer", "team=ml")
 	take := filepath.Join(t.TempDir(), "take.yaml")
-	writeFiles(t, filepath.Dir(take), map[string]string{"take.yaml": `apiVersion: apps/v1
+	testtree.Write(t, filepath.Dir(take), map[string]string{"take.yaml": `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: redis, namespace: ` + infraNS + `}
 spec:
@@ -336,7 +324,7 @@ func TestDriftOrphanedUnownedPending(t *testing.T) {
 	cm := func(name, value, extra string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n%sdata:\n  key: %q\n", name, ns, extra, value)
 	}
-	writeFiles(t, repo, map[string]string{
+	testtree.Write(t, repo, map[string]string{
 		"ferry.yaml":                  "targets:\n  - name: app\n    path: app\n",
 		"app/kustomization.yaml":      "resources: [a.yaml, b.yaml, keep.yaml]\n",
 		"app/a.yaml":                  cm("a", "1", ""),
@@ -433,7 +421,7 @@ func TestDriftBadInputs(t *testing.T) {
 	ns, invNS := cp.Namespace(t), cp.Namespace(t)
 	repo := t.TempDir()
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: " + ns + "\ndata: {k: v}\n"
-	writeFiles(t, repo, map[string]string{
+	testtree.Write(t, repo, map[string]string{
 		"ferry.yaml": `targets:
   - name: ok
     path: ok
@@ -524,7 +512,7 @@ func driftIssueScenario(t *testing.T, forgeVars map[string]string, issues func()
 	}
 	ns, invNS := cp.Namespace(t), cp.Namespace(t)
 	repo := t.TempDir()
-	writeFiles(t, repo, map[string]string{
+	testtree.Write(t, repo, map[string]string{
 		"ferry.yaml":             "targets:\n  - name: app\n    path: app\n",
 		"app/kustomization.yaml": "namespace: " + ns + "\nresources: [cm.yaml, deploy.yaml]\n",
 		"app/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  key: value\n",

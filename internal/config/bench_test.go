@@ -6,6 +6,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // BenchmarkLoad discovers the targets of generated fleets (genFleet) of
@@ -29,7 +30,7 @@ func BenchmarkLoad(b *testing.B) {
 	} {
 		b.Run(fmt.Sprintf("%s/%d", bc.layout, bc.n), func(b *testing.B) {
 			dir := b.TempDir()
-			writeFiles(b, dir, genFleet(bc.n, bc.layout))
+			testtree.Write(b, dir, genFleet(bc.n, bc.layout))
 			var targets int
 			for b.Loop() {
 				repo, err := config.Load(b.Context(), dir, render.Options{})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // fleet is a repository as `flux bootstrap` leaves it for two clusters,
@@ -27,7 +28,7 @@ func fleet() map[string]string {
 // target. The same name in two clusters is qualified by the cluster.
 func TestDiscoverFleet(t *testing.T) {
 	t.Parallel()
-	repo := load(t, writeTree(t, fleet()))
+	repo := load(t, testtree.New(t, fleet()))
 
 	want := []target{
 		{
@@ -81,7 +82,7 @@ func TestDiscoverFleet(t *testing.T) {
 // what Render returns afterwards carries the final name.
 func TestRenderUsesFinalTargetName(t *testing.T) {
 	t.Parallel()
-	repo := load(t, writeTree(t, fleet()))
+	repo := load(t, testtree.New(t, fleet()))
 	res, err := repo.Render(t.Context(), mustTarget(t, repo, "staging/apps"))
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +93,7 @@ func TestRenderUsesFinalTargetName(t *testing.T) {
 
 	files := fleet()
 	delete(files, "apps/staging/settings.yaml") // apps/staging no longer exists
-	repo = load(t, writeTree(t, files))
+	repo = load(t, testtree.New(t, files))
 	_, err = repo.Render(t.Context(), mustTarget(t, repo, "staging/apps"))
 	wantError(t, err, `target "staging/apps"`, "apps/staging")
 }
@@ -101,7 +102,7 @@ func TestRenderUsesFinalTargetName(t *testing.T) {
 // are, and otherwise the folders under clusters/.
 func TestDiscoverClusterRoots(t *testing.T) {
 	t.Parallel()
-	repo := load(t, writeTree(t, map[string]string{
+	repo := load(t, testtree.New(t, map[string]string{
 		// A sync Kustomization outside clusters/: the cluster is named
 		// after the folder it points at.
 		"fleets/eu/flux-system/gotk-sync.yaml": gotkSync("fleets/eu"),
@@ -159,7 +160,7 @@ patches:
 		"clusters/staging/unlisted.yaml": fluxKustomization("unlisted", "apps", "  prune: false\n"),
 		"apps/settings.yaml":             configMap("", "settings"),
 	}
-	repo := load(t, writeTree(t, files))
+	repo := load(t, testtree.New(t, files))
 	want := []target{
 		{
 			Name: "apps", Cluster: "staging", Namespace: "flux-system", Path: "apps",
@@ -184,7 +185,7 @@ patches:
 // however deep.
 func TestDiscoverNested(t *testing.T) {
 	t.Parallel()
-	repo := load(t, writeTree(t, map[string]string{
+	repo := load(t, testtree.New(t, map[string]string{
 		"clusters/staging/flux-system/gotk-sync.yaml": gotkSync("clusters/staging"),
 		"clusters/staging/infra.yaml":                 fluxKustomization("infra", "infrastructure/staging", ""),
 		"infrastructure/staging/controllers.yaml":     fluxKustomization("controllers", "infrastructure/controllers", ""),
@@ -213,7 +214,7 @@ func TestDiscoverNested(t *testing.T) {
 // by scanning the files; their origin is the document's first line.
 func TestDiscoverFileScanFallback(t *testing.T) {
 	t.Parallel()
-	repo := load(t, writeTree(t, map[string]string{
+	repo := load(t, testtree.New(t, map[string]string{
 		"other/stack.yaml": configMap("flux-system", "not-flux") + "---\n" +
 			fluxKustomization("web", "other/web", "") +
 			"--- # a comment on the separator\n" +
@@ -241,7 +242,7 @@ func TestDiscoverFileScanFallback(t *testing.T) {
 // reached Kustomization has the same namespace and name.
 func TestDiscoverFileScanFallbackSameName(t *testing.T) {
 	t.Parallel()
-	repo := load(t, writeTree(t, map[string]string{
+	repo := load(t, testtree.New(t, map[string]string{
 		"clusters/staging/apps.yaml": fluxKustomization("apps", "apps", ""),
 		"other/apps.yaml":            fluxKustomization("apps", "other", ""),
 	}))
@@ -258,7 +259,7 @@ func TestDiscoverFileScanFallbackSameName(t *testing.T) {
 // even when it mentions a Flux API group.
 func TestDiscoverIgnoresYAMLThatIsNotAnObject(t *testing.T) {
 	t.Parallel()
-	repo := load(t, writeTree(t, map[string]string{
+	repo := load(t, testtree.New(t, map[string]string{
 		"docs/links.yaml":            "# see https://toolkit.fluxcd.io\n- getting-started\n- guides\n",
 		"docs/word.yaml":             "toolkit.fluxcd.io\n",
 		"clusters/staging/apps.yaml": fluxKustomization("apps", "apps", ""),
@@ -271,7 +272,7 @@ func TestDiscoverIgnoresYAMLThatIsNotAnObject(t *testing.T) {
 // A Flux file that does not parse fails discovery, naming file and line.
 func TestDiscoverInvalidFluxYAML(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"clusters/staging/apps.yaml": configMap("flux-system", "ok") + "---\n" +
 			"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: [\n",
 	})
@@ -282,7 +283,7 @@ func TestDiscoverInvalidFluxYAML(t *testing.T) {
 // A cluster root that does not build fails Load, naming the cluster.
 func TestDiscoverBrokenClusterRoot(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"clusters/staging/flux-system/gotk-sync.yaml": gotkSync("clusters/staging"),
 		"clusters/staging/kustomization.yaml":         "resources: [missing.yaml]\n",
 	})
@@ -303,7 +304,7 @@ func TestDiscoverDependsOn(t *testing.T) {
 	// Only staging has monitoring, which names the namespace of its dependency.
 	files["clusters/staging/monitoring.yaml"] = fluxKustomization("monitoring", "monitoring",
 		"  dependsOn:\n    - name: infra\n      namespace: flux-system\n    - name: apps\n")
-	repo := load(t, writeTree(t, files))
+	repo := load(t, testtree.New(t, files))
 	type deps struct {
 		Name      string
 		DependsOn []string
@@ -327,14 +328,14 @@ func TestDiscoverDependsOn(t *testing.T) {
 
 	t.Run("unknown dependency", func(t *testing.T) {
 		t.Parallel()
-		dir := writeTree(t, map[string]string{
+		dir := testtree.New(t, map[string]string{
 			"clusters/staging/apps.yaml": fluxKustomization("apps", "apps", "  dependsOn:\n    - name: infra\n"),
 		})
 		wantError(t, mustTarget(t, load(t, dir), "apps").Err, `target "apps"`, "clusters/staging/apps.yaml:1", `dependsOn "infra"`)
 	})
 	t.Run("dependency in another namespace", func(t *testing.T) {
 		t.Parallel()
-		dir := writeTree(t, map[string]string{
+		dir := testtree.New(t, map[string]string{
 			"clusters/staging/apps.yaml":  fluxKustomization("apps", "apps", "  dependsOn:\n    - name: infra\n      namespace: platform\n"),
 			"clusters/staging/infra.yaml": fluxKustomization("infra", "infra", ""),
 		})
@@ -342,7 +343,7 @@ func TestDiscoverDependsOn(t *testing.T) {
 	})
 	t.Run("dependsOn without a namespace means the dependent's own namespace", func(t *testing.T) {
 		t.Parallel()
-		repo := load(t, writeTree(t, map[string]string{
+		repo := load(t, testtree.New(t, map[string]string{
 			"clusters/staging/apps.yaml":    fluxKustomizationIn("team-a", "apps", "apps", "  dependsOn:\n    - name: infra\n"),
 			"clusters/staging/infra-a.yaml": fluxKustomizationIn("team-a", "infra", "infra", ""),
 			"clusters/staging/infra-b.yaml": fluxKustomizationIn("team-b", "infra", "infra", ""),
@@ -351,7 +352,7 @@ func TestDiscoverDependsOn(t *testing.T) {
 			t.Errorf("apps depends on (-want +got):\n%s", diff)
 		}
 
-		dir := writeTree(t, map[string]string{
+		dir := testtree.New(t, map[string]string{
 			"clusters/staging/apps.yaml":  fluxKustomizationIn("team-a", "apps", "apps", "  dependsOn:\n    - name: infra\n"),
 			"clusters/staging/infra.yaml": fluxKustomizationIn("team-b", "infra", "infra", ""),
 		})
@@ -359,7 +360,7 @@ func TestDiscoverDependsOn(t *testing.T) {
 	})
 	t.Run("cycle", func(t *testing.T) {
 		t.Parallel()
-		dir := writeTree(t, map[string]string{
+		dir := testtree.New(t, map[string]string{
 			"clusters/staging/a.yaml": fluxKustomization("a", "x", "  dependsOn:\n    - name: b\n"),
 			"clusters/staging/b.yaml": fluxKustomization("b", "x", "  dependsOn:\n    - name: a\n"),
 		})
@@ -373,7 +374,7 @@ func TestDiscoverDependsOn(t *testing.T) {
 // qualified by cluster and namespace.
 func TestDiscoverNamesByNamespace(t *testing.T) {
 	t.Parallel()
-	repo := load(t, writeTree(t, map[string]string{
+	repo := load(t, testtree.New(t, map[string]string{
 		"clusters/staging/a.yaml":    fluxKustomizationIn("team-a", "apps", "apps", ""),
 		"clusters/staging/b.yaml":    fluxKustomizationIn("team-b", "apps", "apps", ""),
 		"clusters/production/a.yaml": fluxKustomizationIn("team-a", "apps", "apps", ""),
@@ -406,7 +407,7 @@ clusters:
   production:
     kubeconfigEnv: PROD_KUBECONFIG
 `
-	repo := load(t, writeTree(t, files))
+	repo := load(t, testtree.New(t, files))
 	type reach struct{ Name, Kubeconfig, KubeconfigEnv, Context string }
 	var got []reach
 	for _, tg := range repo.Targets {
@@ -482,7 +483,7 @@ spec:
 
 	t.Run("another repository without ferry.yaml sources is skipped", func(t *testing.T) {
 		t.Parallel()
-		repo := load(t, filepath.Join(writeTree(t, repoFiles("")), "fleet"))
+		repo := load(t, filepath.Join(testtree.New(t, repoFiles("")), "fleet"))
 		if len(repo.Targets) != 0 {
 			t.Errorf("targets = %v, want none", targetNames(repo.Targets))
 		}
@@ -504,7 +505,7 @@ spec:
 
 	t.Run("ferry.yaml sources names where it is checked out", func(t *testing.T) {
 		t.Parallel()
-		dir := writeTree(t, repoFiles("sources:\n  app-repo: ../app-repo\n"))
+		dir := testtree.New(t, repoFiles("sources:\n  app-repo: ../app-repo\n"))
 		repo := load(t, filepath.Join(dir, "fleet"))
 		want := []target{{
 			Name: "shop", Cluster: "staging", Namespace: "flux-system", Path: "deploy",
@@ -528,7 +529,7 @@ spec:
 
 	t.Run("ferry.yaml sources path that is not there", func(t *testing.T) {
 		t.Parallel()
-		dir := writeTree(t, repoFiles("sources:\n  app-repo: ../not-checked-out\n"))
+		dir := testtree.New(t, repoFiles("sources:\n  app-repo: ../not-checked-out\n"))
 		repo := load(t, filepath.Join(dir, "fleet"))
 		var reason string
 		for _, s := range repo.Skipped {
@@ -547,7 +548,7 @@ spec:
 // when it is not called flux-system.
 func TestDiscoverSingleGitRepositoryIsSelf(t *testing.T) {
 	t.Parallel()
-	repo := load(t, writeTree(t, map[string]string{
+	repo := load(t, testtree.New(t, map[string]string{
 		"clusters/staging/source.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata:
@@ -687,7 +688,7 @@ data:
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.files["apps/settings.yaml"] = settings
-			repo := load(t, writeTree(t, tc.files))
+			repo := load(t, testtree.New(t, tc.files))
 			apps := mustTarget(t, repo, "apps")
 			if tc.err != nil {
 				_, err := repo.Render(t.Context(), apps)
@@ -706,7 +707,7 @@ data:
 // renders what that lists.
 func TestRenderPathWithoutKustomizationFile(t *testing.T) {
 	t.Parallel()
-	repo := load(t, writeTree(t, map[string]string{
+	repo := load(t, testtree.New(t, map[string]string{
 		"clusters/staging/apps.yaml":         fluxKustomization("apps", "apps", ""),
 		"apps/a.yaml":                        configMap("default", "a"),
 		"apps/sub/b.yml":                     configMap("default", "b"),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // Names a target may have: Kubernetes names and cluster folder names,
@@ -228,7 +229,7 @@ func TestSourcesThatHoldTheRepository(t *testing.T) {
 // source, before anything is rendered from it.
 func TestLoadRefusesParentSource(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"ferry.yaml":           "sources:\n  workspace: ..\n",
 		"clusters/prod/a.yaml": strings.Replace(fluxKustomization("a", "apps", ""), "name: flux-system", "name: workspace", 1),
 	})
@@ -303,7 +304,7 @@ func TestBadDiscoveredNames(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			repo, err := config.Load(t.Context(), writeTree(t, tc.files), render.Options{})
+			repo, err := config.Load(t.Context(), testtree.New(t, tc.files), render.Options{})
 			if err == nil {
 				t.Fatalf("Load accepted targets %q", targetNames(repo.Targets))
 			}
@@ -315,7 +316,7 @@ func TestBadDiscoveredNames(t *testing.T) {
 // The names real fleet repositories use are kept as they are.
 func TestDiscoveredNamesKept(t *testing.T) {
 	t.Parallel()
-	repo := load(t, writeTree(t, map[string]string{
+	repo := load(t, testtree.New(t, map[string]string{
 		"clusters/production-eu/apps.yaml": fluxKustomization("apps", "apps", ""),
 		"clusters/staging_2/apps.yaml":     fluxKustomization("apps", "apps", ""),
 		"clusters/staging_2/infra.yaml":    fluxKustomization("infra.v2", "apps", ""),

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 func TestParseFile(t *testing.T) {
@@ -294,7 +295,7 @@ func TestReadFile(t *testing.T) {
 	})
 	t.Run("reads ferry.yaml at the root", func(t *testing.T) {
 		t.Parallel()
-		dir := writeTree(t, map[string]string{"ferry.yaml": "targets: [{name: stage, path: apps/stage}]\n"})
+		dir := testtree.New(t, map[string]string{"ferry.yaml": "targets: [{name: stage, path: apps/stage}]\n"})
 		f, err := config.ReadFile(dir)
 		if err != nil {
 			t.Fatal(err)
@@ -306,7 +307,7 @@ func TestReadFile(t *testing.T) {
 	})
 	t.Run("invalid ferry.yaml", func(t *testing.T) {
 		t.Parallel()
-		dir := writeTree(t, map[string]string{"ferry.yaml": "targets: [{name: stage}]\n"})
+		dir := testtree.New(t, map[string]string{"ferry.yaml": "targets: [{name: stage}]\n"})
 		_, err := config.ReadFile(dir)
 		wantError(t, err, "ferry.yaml", "path is required")
 	})

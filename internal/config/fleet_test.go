@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -247,20 +248,6 @@ spec:
 	return files
 }
 
-// writeFiles writes files (slash-separated paths) under dir.
-func writeFiles(tb testing.TB, dir string, files map[string]string) {
-	tb.Helper()
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
-}
-
 // TestWriteFleet writes a generated fleet to -fleet.dir, for timing
 // `ferry render --list` on it; without the flag it does nothing.
 func TestWriteFleet(t *testing.T) {
@@ -270,7 +257,7 @@ func TestWriteFleet(t *testing.T) {
 	if err := os.RemoveAll(*fleetDir); err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, *fleetDir, genFleet(*fleetN, *fleetLayout))
+	testtree.Write(t, *fleetDir, genFleet(*fleetN, *fleetLayout))
 }
 
 // TestDiscoverGeneratedFleet discovers small generated fleets and compares
@@ -292,7 +279,7 @@ func TestDiscoverGeneratedFleet(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%d", tc.layout, tc.n), func(t *testing.T) {
 			t.Parallel()
 			files := genFleet(tc.n, tc.layout)
-			repo := load(t, writeTree(t, files))
+			repo := load(t, testtree.New(t, files))
 
 			got := listing(t, repo)
 			golden := filepath.Join("testdata", fmt.Sprintf("fleet-%s-%d.golden", tc.layout, tc.n))

@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/secrets"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // copyFixture copies testdata/fleets/name into a temp dir and applies
@@ -178,7 +179,7 @@ func TestFluxInstanceRoot(t *testing.T) {
 // are the repository's (so a change under the folder affects the target).
 func TestSourceMappedToAFolder(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"ferry.yaml": "sources:\n  OCIRepository/apps: ./deploy\n",
 		"clusters/prod/apps.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\n" +
 			"spec:\n  path: ./prod\n  sourceRef: {kind: OCIRepository, name: apps}\n",
@@ -210,7 +211,7 @@ func TestArtifactWithSOPSSecret(t *testing.T) {
 	t.Setenv("TMPDIR", tmp) // where the artifact is written, and removed from
 	key := secretstest.NewKey(t)
 	secret := "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: artifact-canary-7c1}\n"
-	dir := writeTree(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"clusters/prod/gen.yaml": `apiVersion: source.extensions.fluxcd.io/v1beta1
 kind: ArtifactGenerator
 metadata: {name: gen, namespace: flux-system}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/images"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // A fleet repository's image automation objects: one ImageRepository
@@ -111,7 +112,7 @@ spec:
 
 func TestImagePoliciesFromFluxObjects(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, fleetImages)
+	dir := testtree.New(t, fleetImages)
 	got, err := config.ImagePolicies(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +170,7 @@ imagePolicies:
 	for k, v := range fleetImages {
 		files[k] = v
 	}
-	got, err := config.ImagePolicies(writeTree(t, files))
+	got, err := config.ImagePolicies(testtree.New(t, files))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +226,7 @@ func TestImagePoliciesErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ps, err := config.ImagePolicies(writeTree(t, tc.files))
+			ps, err := config.ImagePolicies(testtree.New(t, tc.files))
 			if ps != nil {
 				t.Errorf("ImagePolicies returned %d policies along with the error", len(ps))
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/secrets"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // TestInputsCoverEveryFileRead: the inputs found without rendering must
@@ -19,7 +20,7 @@ func TestInputsCoverEveryFileRead(t *testing.T) {
 	for _, ex := range []string{"gpu-cluster", "single-app", "fleet"} {
 		roots[ex] = filepath.Join("..", "..", "examples", ex)
 	}
-	roots["generators"] = writeTree(t, map[string]string{
+	roots["generators"] = testtree.New(t, map[string]string{
 		"ferry.yaml": "targets:\n  - name: app\n    path: overlays/app\n  - name: plain\n    path: plain\n",
 		"overlays/app/kustomization.yaml": `resources: [../../base]
 components: [../../components/extra]
@@ -85,7 +86,7 @@ func TestInputsExcludeUnrelatedFiles(t *testing.T) {
 		}
 	}
 	// A deleted file that a kustomization still names stays watched.
-	dir := writeTree(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"ferry.yaml":           "targets:\n  - name: a\n    path: a\n",
 		"a/kustomization.yaml": "resources: [gone.yaml]\n",
 	})

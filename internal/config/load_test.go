@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // A ferry.yaml that declares targets replaces discovery: each entry is a
@@ -19,7 +20,7 @@ import (
 // says unless the target says otherwise.
 func TestLoadFerryYAMLTargets(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"ferry.yaml": `
 clusters:
   staging:
@@ -129,7 +130,7 @@ func TestLoadOrdersByDependsOn(t *testing.T) {
 			for _, l := range strings.Split(tc.targets, "\n") {
 				yml += "  - " + l + "\n"
 			}
-			repo := load(t, writeTree(t, map[string]string{"ferry.yaml": yml}))
+			repo := load(t, testtree.New(t, map[string]string{"ferry.yaml": yml}))
 			if diff := cmp.Diff(tc.want, targetNames(repo.Targets)); diff != "" {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}
@@ -214,7 +215,7 @@ func TestLoadDependsOnErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := writeTree(t, map[string]string{"ferry.yaml": tc.yaml, "x/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n"})
+			dir := testtree.New(t, map[string]string{"ferry.yaml": tc.yaml, "x/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n"})
 			repo := load(t, dir)
 			for _, n := range tc.broken {
 				tg := mustTarget(t, repo, n)
@@ -248,7 +249,7 @@ func TestLoadDependsOnErrors(t *testing.T) {
 
 func TestSelect(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{"ferry.yaml": `
+	dir := testtree.New(t, map[string]string{"ferry.yaml": `
 targets:
   - {name: web, path: x, dependsOn: [db]}
   - {name: db, path: x}
@@ -300,13 +301,13 @@ func TestLoadErrors(t *testing.T) {
 	})
 	t.Run("a file, not a directory", func(t *testing.T) {
 		t.Parallel()
-		dir := writeTree(t, map[string]string{"file.yaml": "a: b\n"})
+		dir := testtree.New(t, map[string]string{"file.yaml": "a: b\n"})
 		_, err := config.Load(t.Context(), filepath.Join(dir, "file.yaml"), render.Options{})
 		wantError(t, err, "not a directory")
 	})
 	t.Run("invalid ferry.yaml", func(t *testing.T) {
 		t.Parallel()
-		dir := writeTree(t, map[string]string{"ferry.yaml": "targets: [{name: a, pth: x}]\n"})
+		dir := testtree.New(t, map[string]string{"ferry.yaml": "targets: [{name: a, pth: x}]\n"})
 		_, err := config.Load(t.Context(), dir, render.Options{})
 		wantError(t, err, "ferry.yaml", "pth")
 	})
@@ -316,7 +317,7 @@ func TestLoadErrors(t *testing.T) {
 // depend on the working directory at render time.
 func TestLoadRelativeRoot(t *testing.T) {
 	// Not parallel: it changes the working directory.
-	dir := writeTree(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"repo/ferry.yaml":  "targets: [{name: a, path: app}]\n",
 		"repo/app/cm.yaml": configMap("default", "a"),
 		"elsewhere/.keep":  "",
@@ -341,7 +342,7 @@ func TestLoadRelativeRoot(t *testing.T) {
 // cluster renders.
 func TestRenderFerryYAMLTarget(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"ferry.yaml": `
 targets:
   - name: vars
@@ -399,7 +400,7 @@ targets:
 // Render caches: the same result comes back, and so does an error.
 func TestRenderCaches(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"ferry.yaml": "targets:\n  - {name: ok, path: ok}\n  - {name: broken, path: missing}\n",
 		"ok/cm.yaml": configMap("default", "a"),
 	})

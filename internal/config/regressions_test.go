@@ -8,6 +8,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // Regression tests for bugs the config tests found (each once stated as a
@@ -30,7 +31,7 @@ func loadNoPanic(t *testing.T, dir string) (repo *config.Repo, err error) {
 // another cluster-less "apps" exists). Load then panics in cycleError.
 func TestRegressionTargetNamesCollide(t *testing.T) {
 	t.Parallel()
-	repo, err := loadNoPanic(t, writeTree(t, map[string]string{
+	repo, err := loadNoPanic(t, testtree.New(t, map[string]string{
 		"clusters/staging/apps.yaml": fluxKustomization("apps", "apps", ""),
 		"other/a.yaml":               fluxKustomizationIn("staging", "apps", "apps", ""),
 		"other/b.yaml":               fluxKustomizationIn("prod", "apps", "apps", ""),
@@ -85,7 +86,7 @@ func TestRegressionRenamedByClusterRootIsAlsoAFallbackTarget(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			repo := load(t, writeTree(t, map[string]string{
+			repo := load(t, testtree.New(t, map[string]string{
 				"clusters/staging/kustomization.yaml": tc.kustomization,
 				"clusters/staging/apps.yaml":          apps,
 				"apps/cm.yaml":                        configMap("default", "a"),
@@ -103,7 +104,7 @@ func TestRegressionRenamedByClusterRootIsAlsoAFallbackTarget(t *testing.T) {
 // is "rendered from clusters/staging" instead of the file and line.
 func TestRegressionOriginWhenNamespaceComesFromKustomizationFile(t *testing.T) {
 	t.Parallel()
-	repo := load(t, writeTree(t, map[string]string{
+	repo := load(t, testtree.New(t, map[string]string{
 		"clusters/staging/kustomization.yaml": "namespace: flux-system\nresources: [apps.yaml]\n",
 		"clusters/staging/apps.yaml":          "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\nspec:\n  path: ./apps\n",
 		"apps/cm.yaml":                        configMap("default", "a"),

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ferry-ci/ferry/internal/images"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 const (
@@ -32,21 +33,6 @@ func results() map[string]*images.PolicyResult {
 	add("apps", "build", "registry.example.com:5000/team/build", "03300208", digestBuild, "")
 	add("apps", "pinned", "ghcr.io/org/pinned", "2.0.0", digestBuild, images.ReflectAlways)
 	return out
-}
-
-func writeFiles(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }
 
 func TestRewrite(t *testing.T) {
@@ -162,7 +148,7 @@ images:
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := writeFiles(t, map[string]string{"apps/file.yaml": tc.in})
+			dir := testtree.New(t, map[string]string{"apps/file.yaml": tc.in})
 			markers, err := images.FindMarkers(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -207,7 +193,7 @@ images:
 
 func TestRewriteChanges(t *testing.T) {
 	t.Parallel()
-	dir := writeFiles(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"b.yaml":      "image: ghcr.io/org/app:1.0.0 # {\"$imagepolicy\": \"flux-system:app\"}\n",
 		"a.yml":       "x: 1\nnewTag: api-0.1.0 # {\"$imagepolicy\": \"flux-system:api:tag\"}\n",
 		".git/c.yaml": "image: ghcr.io/org/app:1.0.0 # {\"$imagepolicy\": \"flux-system:app\"}\n",

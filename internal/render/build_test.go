@@ -15,22 +15,8 @@ import (
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/secrets"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
-
-func writeFiles(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for p, c := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
 
 // kustomization builds a Flux Kustomization object from its spec in YAML.
 func kustomization(t *testing.T, spec string) *unstructured.Unstructured {
@@ -78,7 +64,7 @@ spec:
 `
 
 func TestPathWithoutKustomizationRendersEveryYAMLFile(t *testing.T) {
-	root := writeFiles(t, map[string]string{
+	root := testtree.New(t, map[string]string{
 		"infra/ns.yaml":                   "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: infra\n",
 		"infra/sub/cm.yml":                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: infra\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: infra\n",
 		"infra/notes.txt":                 "not yaml",
@@ -97,7 +83,7 @@ func TestPathWithoutKustomizationRendersEveryYAMLFile(t *testing.T) {
 }
 
 func TestFluxSpecFields(t *testing.T) {
-	root := writeFiles(t, map[string]string{
+	root := testtree.New(t, map[string]string{
 		"app/kustomization.yaml": "resources: [deployment.yaml]\ncomponents: [../component]\n",
 		"app/deployment.yaml":    deployment,
 		"component/kustomization.yaml": `apiVersion: kustomize.config.k8s.io/v1alpha1
@@ -157,7 +143,7 @@ commonMetadata:
 }
 
 func TestPostBuildSubstitution(t *testing.T) {
-	root := writeFiles(t, map[string]string{
+	root := testtree.New(t, map[string]string{
 		"app/kustomization.yaml": "resources: [cm.yaml, off.yaml]\n",
 		"app/cm.yaml": `apiVersion: v1
 kind: ConfigMap
@@ -230,7 +216,7 @@ postBuild:
 
 func TestEncryptedFilesAndNoDecrypt(t *testing.T) {
 	key := secretstest.NewKey(t)
-	root := writeFiles(t, map[string]string{
+	root := testtree.New(t, map[string]string{
 		"app/kustomization.yaml": "resources: [deployment.yaml, secret.yaml]\n",
 		"app/deployment.yaml":    deployment,
 		"app/secret.yaml": string(secretstest.Encrypt(t, "secret.yaml",
@@ -264,7 +250,7 @@ func TestCustomSchemaDoesNotLeakIntoTheNextBuild(t *testing.T) {
 	schema := `{"definitions": {"v1alpha1.MyKind": {"properties": {"spec": {"properties": {"items": {"type": "array", "x-kubernetes-patch-merge-key": "name", "x-kubernetes-patch-strategy": "merge", "items": {"type": "object"}}}}}, "x-kubernetes-group-version-kind": [{"group": "example.com", "kind": "MyKind", "version": "v1alpha1"}]}}}`
 	cr := "apiVersion: example.com/v1alpha1\nkind: MyKind\nmetadata:\n  name: x\nspec:\n  items:\n    - {name: a, v: 1}\n    - {name: b, v: 1}\n"
 	patch := "apiVersion: example.com/v1alpha1\nkind: MyKind\nmetadata:\n  name: x\nspec:\n  items:\n    - {name: b, v: 2}\n"
-	root := writeFiles(t, map[string]string{
+	root := testtree.New(t, map[string]string{
 		"with/kustomization.yaml":    "resources: [cr.yaml]\nopenapi:\n  path: schema.json\npatches:\n  - path: patch.yaml\n",
 		"with/schema.json":           schema,
 		"with/cr.yaml":               cr,
@@ -286,7 +272,7 @@ func TestCustomSchemaDoesNotLeakIntoTheNextBuild(t *testing.T) {
 }
 
 func TestRemoteBasesAllowedOnlyWhenAsked(t *testing.T) {
-	root := writeFiles(t, map[string]string{
+	root := testtree.New(t, map[string]string{
 		"app/kustomization.yaml": "resources:\n  - github.com/example/base?ref=v1\n",
 	})
 	_, err := render.Build(context.Background(), render.Spec{Name: "test", Root: root, Kustomization: kustomization(t, "path: ./app")}, render.Options{})
@@ -316,7 +302,7 @@ func TestOrder(t *testing.T) {
 		{"sortOptions:\n  order: legacy\n  legacySortOptions:\n    orderFirst: [Deployment]\n    orderLast: [Namespace]\n",
 			[]string{"Deployment.apps/shop/web", "ConfigMap/shop/web", "Namespace/shop"}},
 	} {
-		res := build(t, writeFiles(t, files(tc.sort)), "path: ./app", render.Options{}, nil)
+		res := build(t, testtree.New(t, files(tc.sort)), "path: ./app", render.Options{}, nil)
 		if d := cmp.Diff(tc.want, ids(res)); d != "" {
 			t.Errorf("%q: order (-want +got):\n%s", tc.sort, d)
 		}
