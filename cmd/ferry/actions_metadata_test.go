@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-ci/ferry/internal/goldenfile"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
@@ -294,7 +295,7 @@ func TestActionInputsMatchFlags(t *testing.T) {
 		for name, content := range actionFiles(t, cmds) {
 			got, _ := os.ReadFile(filepath.Join(repoRoot, name))
 			if !bytes.Equal(got, content) {
-				t.Errorf("%s is not what the flags generate (run go test ./cmd/ferry -run TestActionInputsMatchFlags -update-actions and review):\n%s", name, lineDiff(string(content), string(got)))
+				t.Errorf("%s is not what the flags generate (run go test ./cmd/ferry -run TestActionInputsMatchFlags -update-actions and review):\n%s", name, goldenfile.LineDiff(string(content), string(got)))
 			}
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/ferry-ci/ferry/internal/goldenfile"
 	"github.com/ferry-ci/ferry/internal/images/registrytest"
 )
 
@@ -156,6 +157,6 @@ func TestImage(t *testing.T) {
 		t.Fatalf("render in-process: %s", wantRender.stderr)
 	}
 	if string(got) != wantRender.stdout {
-		t.Errorf("render inside the image differs from render here:\n%s", lineDiff(wantRender.stdout, string(got)))
+		t.Errorf("render inside the image differs from render here:\n%s", goldenfile.LineDiff(wantRender.stdout, string(got)))
 	}
 }

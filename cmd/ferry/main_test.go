@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-ci/ferry/internal/goldenfile"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -34,46 +33,7 @@ func ferry(t *testing.T, vars map[string]string, args ...string) result {
 // golden compares got with testdata/<name>, rewriting it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(want, got) {
-		t.Errorf("output differs from %s (run go test -update and review the diff):\n%s", path, lineDiff(string(want), string(got)))
-	}
-}
-
-// lineDiff shows the first lines where two texts differ.
-func lineDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	n := 0
-	for i := 0; i < len(wl) || i < len(gl); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			fmt.Fprintf(&b, "line %d:\n- %s\n+ %s\n", i+1, w, g)
-			if n++; n == 10 {
-				break
-			}
-		}
-	}
-	return b.String()
+	goldenfile.Check(t, filepath.Join("testdata", name), got, *update)
 }
 
 func toUnstructured(obj map[string]any) *unstructured.Unstructured {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/ferry-ci/ferry/internal/goldenfile"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
@@ -62,7 +63,7 @@ func TestRenderExamples(t *testing.T) {
 				joined = append(joined, strings.TrimSuffix(one.stdout, "\n"))
 			}
 			if got := strings.Join(joined, "\n---\n") + "\n"; got != all.stdout {
-				t.Errorf("per-target renders differ from the whole render:\n%s", lineDiff(all.stdout, got))
+				t.Errorf("per-target renders differ from the whole render:\n%s", goldenfile.LineDiff(all.stdout, got))
 			}
 			if again := ferry(t, vars, "render", "--repo", repo); again.stdout != all.stdout {
 				t.Error("a second render gave different bytes")

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/goldenfile"
 	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
@@ -282,19 +282,7 @@ func TestDiscoverGeneratedFleet(t *testing.T) {
 			repo := load(t, testtree.New(t, files))
 
 			got := listing(t, repo)
-			golden := filepath.Join("testdata", fmt.Sprintf("fleet-%s-%d.golden", tc.layout, tc.n))
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (rerun with -update to write it)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", golden, diff)
-			}
+			goldenfile.Check(t, filepath.Join("testdata", fmt.Sprintf("fleet-%s-%d.golden", tc.layout, tc.n)), []byte(got), *update)
 
 			var docs int
 			for name, body := range files {
