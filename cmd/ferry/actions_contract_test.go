@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ferry-ci/ferry/internal/actions"
+	"github.com/ferry-ci/ferry/internal/actions/actionstest"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
 )
 
@@ -106,41 +106,13 @@ func runStep(t *testing.T, rv *runnerVars, newRoot func(*env) *cobra.Command, ar
 	}
 	code := runWith(context.Background(), args, e, newRoot)
 	s := step{result: result{stdout: out.String(), stderr: errb.String(), code: code}}
-	s.outputs = parseOutputs(t, rv.output)
+	s.outputs = actionstest.Outputs(t, rv.output)
 	b, err := os.ReadFile(rv.summary)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.summary = string(b)
 	return s
-}
-
-// parseOutputs reads GITHUB_OUTPUT as the runner does.
-func parseOutputs(t *testing.T, path string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			continue
-		}
-		if name, delim, ok := strings.Cut(line, "<<"); ok {
-			var vals []string
-			for sc.Scan() && sc.Text() != delim {
-				vals = append(vals, sc.Text())
-			}
-			out[name] = strings.Join(vals, "\n")
-			continue
-		}
-		name, val, _ := strings.Cut(line, "=")
-		out[name] = val
-	}
-	return out
 }
 
 // maskedBefore checks that every occurrence of value in the step's log

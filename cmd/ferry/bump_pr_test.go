@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ferry-ci/ferry/internal/actions/actionstest"
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
 	"github.com/ferry-ci/ferry/internal/forge/githubtest"
 )
@@ -307,7 +308,7 @@ func TestBumpPRGitea(t *testing.T) {
 			t.Fatalf("bump --pr: exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 		}
 		var list []openedPR
-		if err := json.Unmarshal([]byte(parseOutputs(t, output)["pull-requests"]), &list); err != nil {
+		if err := json.Unmarshal([]byte(actionstest.Outputs(t, output)["pull-requests"]), &list); err != nil {
 			t.Fatalf("pull-requests output: %v", err)
 		}
 		out := map[string]openedPR{}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-ci/ferry/internal/actions/actionstest"
 	"github.com/ferry-ci/ferry/internal/forge/githubtest"
 )
 
@@ -109,7 +110,7 @@ func TestDiffCommentGitHub(t *testing.T) {
 	if res := ferry(t, vars(head2), "diff", "--repo", p.dir, "--comment", "--report-file", reportFile); res.code != 0 {
 		t.Fatalf("third run: exit %d: %s", res.code, res.stderr)
 	}
-	outs := parseOutputs(t, output)
+	outs := actionstest.Outputs(t, output)
 	if outs["changed"] != "true" || outs["targets"] != `["production","staging"]` || outs["report-path"] != reportFile {
 		t.Errorf("step outputs changed=%q targets=%q report-path=%q", outs["changed"], outs["targets"], outs["report-path"])
 	}

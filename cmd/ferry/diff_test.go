@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/ferry-ci/ferry/internal/actions/actionstest"
 	"github.com/ferry-ci/ferry/internal/secrets"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
 )
@@ -325,7 +326,7 @@ func TestDiffExitCodeAndPlan(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("plan on push: exit %d: %s", res.code, res.stderr)
 	}
-	outs := parseOutputs(t, output)
+	outs := actionstest.Outputs(t, output)
 	if outs["matrix"] != strings.TrimSpace(res.stdout) || !strings.Contains(outs["matrix"], `"target":"production"`) || outs["targets"] != `["production","staging"]` {
 		t.Errorf("plan step outputs matrix=%q targets=%q (stdout %q)", outs["matrix"], outs["targets"], res.stdout)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-ci/ferry/internal/actions/actionstest"
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -211,7 +212,7 @@ func TestPlanPerCluster(t *testing.T) {
 	if diff := cmp.Diff(want, out.Clusters); diff != "" {
 		t.Errorf("plan's clusters (-want +got):\n%s\n%s", diff, res.stdout)
 	}
-	outs := parseOutputs(t, output)
+	outs := actionstest.Outputs(t, output)
 	var matrix struct {
 		Include []plannedCluster `json:"include"`
 	}

@@ -1,7 +1,6 @@
 package actions
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"os"
@@ -47,46 +46,6 @@ func newRunner(t *testing.T, gitea bool) *runner {
 }
 
 func (r *runner) getenv(k string) string { return r.vars[k] }
-
-// readOutputs parses GITHUB_OUTPUT the way the runner does: name=value
-// lines, and name<<DELIMITER heredocs.
-func readOutputs(t *testing.T, path string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			continue
-		}
-		if name, delim, ok := strings.Cut(line, "<<"); ok {
-			var vals []string
-			closed := false
-			for sc.Scan() {
-				if sc.Text() == delim {
-					closed = true
-					break
-				}
-				vals = append(vals, sc.Text())
-			}
-			if !closed {
-				t.Fatalf("output %q: delimiter %q never closes", name, delim)
-			}
-			out[name] = strings.Join(vals, "\n")
-			continue
-		}
-		name, val, ok := strings.Cut(line, "=")
-		if !ok {
-			t.Fatalf("invalid output line %q", line)
-		}
-		out[name] = val
-	}
-	return out
-}
 
 func TestInputVarMangling(t *testing.T) {
 	for name, want := range map[string]string{
@@ -163,7 +122,7 @@ func TestOutputsAreHeredocsThatCannotBeForged(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if d := cmp.Diff(values, readOutputs(t, rn.output)); d != "" {
+		if d := cmp.Diff(values, actionstest.Outputs(t, rn.output)); d != "" {
 			t.Errorf("gitea=%t: outputs (-want +got):\n%s", gitea, d)
 		}
 	}

@@ -1,6 +1,7 @@
 // Package actionstest reads a step's output the way GitHub's runner does
 // (ActionCommand.TryParseV2 and TryParse, and ActionCommandManager's
-// stop-commands), so tests can tell which lines it would act on.
+// stop-commands), so tests can tell which lines it would act on, and its
+// GITHUB_OUTPUT file as the runner reads it.
 package actionstest
 
 import (
