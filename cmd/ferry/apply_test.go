@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/kube/kubetest"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // cp is the package's control plane (see TestMain).
@@ -43,7 +44,7 @@ func TestApplyExample(t *testing.T) {
 	vars := applyVars(t)
 	invNS := cp.Namespace(t)
 	repo := t.TempDir()
-	copyTree(t, filepath.Join(examplesDir, "gpu-cluster"), repo)
+	testtree.Copy(t, filepath.Join(examplesDir, "gpu-cluster"), repo)
 	args := []string{"apply", "--repo", repo, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", invNS, "--revision", "0123456789abcdef0123456789abcdef01234567"}
 
 	first := ferry(t, vars, append(args, "--format", "json")...)
@@ -169,27 +170,6 @@ func unreachableKubeconfig(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if fi.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // Invariant 1 across targets: a target that would fail on the server

@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/actions/actionstest"
 	"github.com/ferry-ci/ferry/internal/secrets"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // exampleRecipient is the public half of examples/age-test-key.txt.
@@ -38,7 +39,7 @@ func newPRRepo(t *testing.T, example string, setup func(p *prRepo)) (*prRepo, st
 func newPRRepoOf(t *testing.T, src string, setup func(p *prRepo)) (*prRepo, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), filepath.Base(src))
-	copyDir(t, src, dir)
+	testtree.Copy(t, src, dir)
 	r, err := git.PlainInit(dir, false)
 	if err != nil {
 		t.Fatal(err)
@@ -52,28 +53,6 @@ func newPRRepoOf(t *testing.T, src string, setup func(p *prRepo)) (*prRepo, stri
 		setup(p)
 	}
 	return p, p.commit(t, "base")
-}
-
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.Walk(src, func(path string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		target := filepath.Join(dst, rel)
-		if fi.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func (p *prRepo) write(t *testing.T, rel, content string) {

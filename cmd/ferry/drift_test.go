@@ -59,7 +59,7 @@ func replaceIn(t *testing.T, path, old, new string) {
 // renamed to fresh ones, plus a ConfigMap in the stage target.
 func exampleDriftRepo(t *testing.T) (repo, infraNS, stageNS string) {
 	repo = t.TempDir()
-	copyTree(t, filepath.Join(examplesDir, "gpu-cluster"), repo)
+	testtree.Copy(t, filepath.Join(examplesDir, "gpu-cluster"), repo)
 	infraNS, stageNS = cp.Namespace(t), cp.Namespace(t)
 	replaceIn(t, filepath.Join(repo, "infrastructure/stage/kustomization.yaml"), "namespace: infra", "namespace: "+infraNS)
 	replaceIn(t, filepath.Join(repo, "infrastructure/stage/namespace.yaml"), "name: infra", "name: "+infraNS)

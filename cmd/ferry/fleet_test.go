@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ferry-ci/ferry/internal/actions/actionstest"
+	"github.com/ferry-ci/ferry/internal/testtree"
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +25,7 @@ const fleetsDir = "../../internal/config/testdata/fleets"
 // everything writes nothing to the cluster.
 func TestBrokenDependencyInAFleet(t *testing.T) {
 	repo := t.TempDir()
-	copyTree(t, filepath.Join(fleetsDir, "namespaced"), repo)
+	testtree.Copy(t, filepath.Join(fleetsDir, "namespaced"), repo)
 	ks := filepath.Join(repo, "kubernetes/apps/observability/exporter/ks.yaml")
 	b, err := os.ReadFile(ks)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/goldenfile"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/secrets"
+	"github.com/ferry-ci/ferry/internal/testbin"
 )
 
 const examplesDir = "../../examples"
@@ -88,30 +89,12 @@ func targetNames(t *testing.T, list string) []string {
 	return names
 }
 
-// kustomizeBinary finds the kustomize v5 CLI that `make tools` installs.
-// In CI a missing oracle is a failure, never a skip.
-func kustomizeBinary(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("FERRY_TESTBIN")
-	if dir == "" {
-		dir = "../../.cache/testbin"
-	}
-	bin := filepath.Join(dir, "kustomize")
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("kustomize oracle missing at %s (make tools installs it)", bin)
-		}
-		t.Skipf("kustomize oracle missing at %s: run make tools", bin)
-	}
-	return bin
-}
-
 // TestRenderMatchesKustomize checks every example target that plain
 // kustomize can build against `kustomize build` of the same overlay. The
 // oracle builds a copy of the example whose SOPS files were decrypted in
 // the test, so Secrets, generated names and hash suffixes must agree too.
 func TestRenderMatchesKustomize(t *testing.T) {
-	bin := kustomizeBinary(t)
+	bin := testbin.Tool(t, "kustomize", "tools")
 	vars := exampleKey(t)
 	keyText, err := os.ReadFile(vars["SOPS_AGE_KEY_FILE"])
 	if err != nil {

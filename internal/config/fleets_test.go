@@ -23,7 +23,7 @@ import (
 func copyFixture(t *testing.T, name string, edits map[string][2]string) string {
 	t.Helper()
 	dst := t.TempDir()
-	copyDir(t, filepath.Join("testdata", "fleets", name), dst)
+	testtree.Copy(t, filepath.Join("testdata", "fleets", name), dst)
 	for file, e := range edits {
 		p := filepath.Join(dst, filepath.FromSlash(file))
 		b, err := os.ReadFile(p)

@@ -3,7 +3,6 @@ package config_test
 import (
 	"bytes"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-ci/ferry/internal/manifest"
+	"github.com/ferry-ci/ferry/internal/testbin"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // The fleet fixtures under testdata/fleets reproduce layouts of today's
@@ -40,30 +41,12 @@ var artifactLayouts = map[string]map[string]string{
 	"redis":   {"redis": "apps/redis"},
 }
 
-// fluxBinary finds the flux CLI v2.7.5 that `make tools` builds, the
-// oracle for Flux Kustomizations. In CI a missing oracle is a failure.
-func fluxBinary(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("FERRY_TESTBIN")
-	if dir == "" {
-		dir = "../../.cache/testbin"
-	}
-	bin := filepath.Join(dir, "flux")
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("flux oracle missing at %s (make tools builds it)", bin)
-		}
-		t.Skipf("flux oracle missing at %s: run make tools", bin)
-	}
-	return bin
-}
-
 // TestFixturesMatchFluxBuild renders every target of each fleet fixture
 // and compares it, as a set of objects, with `flux build kustomization
 // --dry-run` of the same Kustomization object (as ferry found it: patched
 // by its parent, in the namespace its kustomization gave it).
 func TestFixturesMatchFluxBuild(t *testing.T) {
-	bin := fluxBinary(t)
+	bin := testbin.Tool(t, "flux", "tools")
 	for _, fixture := range oracleFixtures {
 		repo := load(t, filepath.Join("testdata", "fleets", fixture))
 		if len(repo.Targets) < 2 {
@@ -84,7 +67,7 @@ func TestFixturesMatchFluxBuild(t *testing.T) {
 					}
 					root = t.TempDir()
 					for dst, src := range layout {
-						copyDir(t, filepath.Join(repo.Root, filepath.FromSlash(src)), filepath.Join(root, dst))
+						testtree.Copy(t, filepath.Join(repo.Root, filepath.FromSlash(src)), filepath.Join(root, dst))
 					}
 				}
 				want := fluxBuild(t, bin, root, tg.Path, tg.Namespace, tg.Kustomization)
@@ -160,26 +143,4 @@ func byID(objs []*unstructured.Unstructured) map[string]any {
 		m[manifest.IDOf(o).String()] = v
 	}
 	return m
-}
-
-// copyDir copies the files of src into dst, recursively.
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

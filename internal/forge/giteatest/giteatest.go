@@ -37,6 +37,8 @@ import (
 	"time"
 
 	"code.gitea.io/sdk/gitea"
+
+	"github.com/ferry-ci/ferry/internal/testbin"
 )
 
 // PageSize is the largest page the test server answers a list call with
@@ -116,21 +118,9 @@ func Require(t testing.TB) *Gitea {
 // templates from: $FERRY_TESTBIN/gitea, else .cache/testbin/gitea in the
 // repository holding the working directory.
 func Binary() (bin, root string, err error) {
-	dir := os.Getenv("FERRY_TESTBIN")
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", "", err
-		}
-		for d := wd; ; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-				dir = filepath.Join(d, ".cache", "testbin")
-				break
-			}
-			if filepath.Dir(d) == d {
-				return "", "", fmt.Errorf("%w: no go.mod above %s", ErrNoBinary, wd)
-			}
-		}
+	dir, err := testbin.Dir()
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %v", ErrNoBinary, err)
 	}
 	bin = filepath.Join(dir, "gitea")
 	if _, err := os.Stat(bin); err != nil {

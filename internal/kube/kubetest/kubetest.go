@@ -61,6 +61,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/ferry-ci/ferry/internal/testbin"
 )
 
 const (
@@ -70,7 +72,7 @@ const (
 
 	// EnvTestBin names the environment variable that overrides the binary
 	// directory.
-	EnvTestBin = "FERRY_TESTBIN"
+	EnvTestBin = testbin.Env
 
 	readyTimeout = 60 * time.Second
 	stopGrace    = 10 * time.Second
@@ -353,23 +355,11 @@ func (e *missingError) Error() string { return e.msg }
 // findBinDir returns $FERRY_TESTBIN, or .cache/testbin in the closest
 // directory above the working directory that holds a go.mod.
 func findBinDir() (string, error) {
-	if d := os.Getenv(EnvTestBin); d != "" {
-		return filepath.Abs(d)
-	}
-	wd, err := os.Getwd()
+	dir, err := testbin.Dir()
 	if err != nil {
-		return "", err
+		return "", &missingError{fmt.Sprintf("kubetest: %v (or run hack/controlplane.sh)", err)}
 	}
-	for d := wd; ; {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(d, ".cache", "testbin"), nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", &missingError{fmt.Sprintf("kubetest: no go.mod above %s to find .cache/testbin; set %s or run hack/controlplane.sh", wd, EnvTestBin)}
-		}
-		d = parent
-	}
+	return dir, nil
 }
 
 func checkBinaries(dir string) error {
