@@ -33,7 +33,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -61,6 +60,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/ferry-ci/ferry/bench/benchkit"
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/kube/kubetest"
@@ -98,7 +98,7 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	root, err := moduleRoot()
+	root, err := benchkit.ModuleRoot()
 	if err != nil {
 		return fail(err)
 	}
@@ -155,21 +155,6 @@ func run() int {
 func fail(err error) int {
 	fmt.Fprintln(os.Stderr, "bench/apply: FAILED:", err)
 	return 1
-}
-
-func moduleRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.mod above %s", wd)
-		}
-	}
 }
 
 type bench struct {
@@ -469,7 +454,7 @@ func (b *bench) timed(ctx context.Context, r *result, name string, env []string,
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %s %s: %w\n%s", name, filepath.Base(bin), strings.Join(args, " "), err, lastLines(out.String(), 30))
+		return fmt.Errorf("%s: %s %s: %w\n%s", name, filepath.Base(bin), strings.Join(args, " "), err, benchkit.LastLines(out.String(), 30))
 	}
 	return nil
 }
@@ -479,7 +464,7 @@ func (b *bench) timed(ctx context.Context, r *result, name string, env []string,
 func (b *bench) measure(ctx context.Context, fn func(r *result) error) (*result, error) {
 	r := &result{}
 	r.settle = b.settle(ctx)
-	before, err := b.requests(ctx)
+	before, err := benchkit.Requests(ctx, b.cs)
 	if err != nil {
 		return nil, err
 	}
@@ -492,7 +477,7 @@ func (b *bench) measure(ctx context.Context, fn func(r *result) error) (*result,
 		others := machineBusy() - busy0 - r.planeCPU - r.procCPU
 		r.others = max(0, others.Seconds()/(r.wall.Seconds()*float64(runtime.NumCPU())))
 	}
-	after, err := b.requests(ctx)
+	after, err := benchkit.Requests(ctx, b.cs)
 	if err != nil {
 		return nil, err
 	}
@@ -560,41 +545,6 @@ func (b *bench) settle(ctx context.Context) time.Duration {
 		prev = now
 	}
 	return time.Since(start)
-}
-
-var requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
-var labelPair = regexp.MustCompile(`(\w+)="([^"]*)"`)
-
-// requests reads apiserver_request_total, summed by verb (and dry run),
-// for resource requests only.
-func (b *bench) requests(ctx context.Context) (map[string]float64, error) {
-	raw, err := b.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading /metrics: %w", err)
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		m := requestLine.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		labels := map[string]string{}
-		for _, p := range labelPair.FindAllStringSubmatch(m[1], -1) {
-			labels[p[1]] = p[2]
-		}
-		if labels["resource"] == "" {
-			continue
-		}
-		verb := labels["verb"]
-		if labels["dry_run"] != "" {
-			verb += "(dry-run)"
-		}
-		v, _ := strconv.ParseFloat(m[2], 64)
-		out[verb] += v
-	}
-	return out, sc.Err()
 }
 
 // ------------------------------------------------------------------- rounds
@@ -702,7 +652,7 @@ func (b *bench) phase(ctx context.Context, p int, rs *roundSets) (fr, kr *result
 		return nil, nil, fmt.Errorf("ferry, %s: %w", phases[p], err)
 	}
 	if err := b.verify(ctx, rs.f, rs.ferryID, p == 2); err != nil {
-		return nil, nil, fmt.Errorf("ferry did not converge after %s: %w\nferry's output:\n%s", phases[p], err, lastLines(fr.output, 20))
+		return nil, nil, fmt.Errorf("ferry did not converge after %s: %w\nferry's output:\n%s", phases[p], err, benchkit.LastLines(fr.output, 20))
 	}
 	if err := checkFerrySummary(fr.output, p); err != nil {
 		return nil, nil, fmt.Errorf("ferry, %s: %w", phases[p], err)
@@ -727,7 +677,7 @@ func (b *bench) phase(ctx context.Context, p int, rs *roundSets) (fr, kr *result
 		return nil, nil, fmt.Errorf("kubectl, %s: %w", phases[p], err)
 	}
 	if err := b.verify(ctx, rs.k, rs.kubectlID, p == 2); err != nil {
-		return nil, nil, fmt.Errorf("kubectl did not converge after %s: %w\nkubectl's output:\n%s", phases[p], err, lastLines(kr.output, 20))
+		return nil, nil, fmt.Errorf("kubectl did not converge after %s: %w\nkubectl's output:\n%s", phases[p], err, benchkit.LastLines(kr.output, 20))
 	}
 	if p == 2 {
 		if n := strings.Count(kr.output, " pruned\n"); n != 500 {
@@ -743,7 +693,7 @@ var ferrySummary = regexp.MustCompile(`(?m)^target bench \([^)]*\): (.*)$`)
 func checkFerrySummary(out string, p int) error {
 	m := ferrySummary.FindStringSubmatch(out)
 	if m == nil {
-		return fmt.Errorf("no summary line in its output:\n%s", lastLines(out, 10))
+		return fmt.Errorf("no summary line in its output:\n%s", benchkit.LastLines(out, 10))
 	}
 	want := []string{"1000 created", "1000 unchanged", "500 unchanged, 500 pruned"}[p]
 	if m[1] != want {
@@ -860,11 +810,11 @@ func (b *bench) main(ctx context.Context, rounds int) error {
 	fmt.Printf("           first apply = 3 processes timed together: apply the CRD, kubectl wait --for=condition=established, apply everything\n")
 	fmt.Printf("           (kubectl cannot apply a CRD and its custom resources in one run)\n")
 	fmt.Printf("  ferry's times include rendering the repository (kustomize, in-process); kubectl's do not: bin/ferry render of the same\n")
-	fmt.Printf("  repository alone takes %.2f s (median), done before kubectl's clock starts\n", median(renders))
+	fmt.Printf("  repository alone takes %.2f s (median), done before kubectl's clock starts\n", benchkit.Median(renders))
 	fmt.Println()
 	fmt.Printf("  %-16s %10s %12s %15s %8s\n", "phase", "ferry s", "kubectl s", "kubectl/ferry", "target")
 	for p := range phases {
-		f, k := median(ferryT[p]), median(kubectlT[p])
+		f, k := benchkit.Median(ferryT[p]), benchkit.Median(kubectlT[p])
 		fmt.Printf("  %-16s %10.2f %12.2f %14.1fx %7.0fx\n", phases[p], f, k, k/f, targets[p])
 	}
 	fmt.Printf("  (kubectl %s prunes one object at a time through a client-go client left at its default 5 requests/s: its\n", b.kubectlVersion)
@@ -883,7 +833,7 @@ func (b *bench) main(ctx context.Context, rounds int) error {
 	}
 	fmt.Printf("  all rounds (s), ferry / kubectl:\n")
 	for p := range phases {
-		fmt.Printf("  %-16s %s / %s\n", phases[p], floats(ferryT[p]), floats(kubectlT[p]))
+		fmt.Printf("  %-16s %s / %s\n", phases[p], benchkit.Floats(ferryT[p]), benchkit.Floats(kubectlT[p]))
 	}
 	return nil
 }
@@ -912,7 +862,7 @@ func describeResults(rs []*result) string {
 		parts = append(parts, fmt.Sprintf("%s %.0f", v, mid.requests[v]))
 	}
 	s := fmt.Sprintf("%6.2fs | %5.2fs | %5.2fs | %5.0f req (%s) | %3.0f MiB | others %2.0f%%",
-		median(wall), median(proc), median(plane), median(req), strings.Join(parts, ", "), median(rss), median(others))
+		benchkit.Median(wall), benchkit.Median(proc), benchkit.Median(plane), benchkit.Median(req), strings.Join(parts, ", "), benchkit.Median(rss), benchkit.Median(others))
 	if len(mid.steps) > 1 {
 		s += " | " + strings.Join(mid.steps, ", ")
 	}
@@ -926,35 +876,6 @@ func loadavg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
-}
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-func floats(xs []float64) string {
-	var parts []string
-	for _, x := range xs {
-		parts = append(parts, fmt.Sprintf("%.2f", x))
-	}
-	return strings.Join(parts, " ")
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = append([]string{fmt.Sprintf("... (%d lines before)", len(lines)-n)}, lines[len(lines)-n:]...)
-	}
-	return strings.Join(lines, "\n")
 }
 
 // ---------------------------------------------------------------- profiling

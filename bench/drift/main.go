@@ -24,7 +24,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -40,7 +39,6 @@ import (
 	"regexp"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -51,6 +49,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/ferry-ci/ferry/bench/benchkit"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/kube/kubetest"
 )
@@ -75,7 +74,7 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	root, err := moduleRoot()
+	root, err := benchkit.ModuleRoot()
 	if err != nil {
 		return fail(err)
 	}
@@ -122,21 +121,6 @@ func run() int {
 func fail(err error) int {
 	fmt.Fprintln(os.Stderr, "bench/drift: FAILED:", err)
 	return 1
-}
-
-func moduleRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.mod above %s", wd)
-		}
-	}
 }
 
 type bench struct {
@@ -271,10 +255,10 @@ func (b *bench) newRound(ctx context.Context, n int) (*round, error) {
 	}
 	out, err := exec.CommandContext(ctx, b.ferry, append([]string{"apply"}, b.ferryArgs(r)...)...).CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("ferry apply: %w\n%s", err, lastLines(string(out), 20))
+		return nil, fmt.Errorf("ferry apply: %w\n%s", err, benchkit.LastLines(string(out), 20))
 	}
 	if !strings.Contains(string(out), "1000 created") {
-		return nil, fmt.Errorf("ferry apply did not create 1000 objects:\n%s", lastLines(string(out), 5))
+		return nil, fmt.Errorf("ferry apply did not create 1000 objects:\n%s", benchkit.LastLines(string(out), 5))
 	}
 	// kubectl's input: what ferry applies, member label included.
 	cmd := exec.CommandContext(ctx, b.ferry, "render", "--repo", r.dir)
@@ -375,7 +359,7 @@ type result struct {
 }
 
 func (b *bench) timed(ctx context.Context, okCodes []int, bin string, args ...string) (*result, error) {
-	before, err := b.requests(ctx)
+	before, err := benchkit.Requests(ctx, b.cs)
 	if err != nil {
 		return nil, err
 	}
@@ -400,9 +384,9 @@ func (b *bench) timed(ctx context.Context, okCodes []int, bin string, args ...st
 		okCode = okCode || c == code
 	}
 	if !okCode {
-		return nil, fmt.Errorf("%s %s: exit %d\n%s", filepath.Base(bin), strings.Join(args, " "), code, lastLines(out.String(), 20))
+		return nil, fmt.Errorf("%s %s: exit %d\n%s", filepath.Base(bin), strings.Join(args, " "), code, benchkit.LastLines(out.String(), 20))
 	}
-	after, err := b.requests(ctx)
+	after, err := benchkit.Requests(ctx, b.cs)
 	if err != nil {
 		return nil, err
 	}
@@ -415,42 +399,7 @@ func (b *bench) timed(ctx context.Context, okCodes []int, bin string, args ...st
 	return r, nil
 }
 
-var (
-	requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
-	labelPair   = regexp.MustCompile(`(\w+)="([^"]*)"`)
-)
-
-// requests reads apiserver_request_total by verb (and dry run), for
-// resource requests.
-func (b *bench) requests(ctx context.Context) (map[string]float64, error) {
-	raw, err := b.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading /metrics: %w", err)
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		m := requestLine.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		labels := map[string]string{}
-		for _, p := range labelPair.FindAllStringSubmatch(m[1], -1) {
-			labels[p[1]] = p[2]
-		}
-		if labels["resource"] == "" {
-			continue
-		}
-		verb := labels["verb"]
-		if labels["dry_run"] != "" {
-			verb += "(dry-run)"
-		}
-		v, _ := strconv.ParseFloat(m[2], 64)
-		out[verb] += v
-	}
-	return out, sc.Err()
-}
+var ()
 
 // --------------------------------------------------------------- checking
 
@@ -469,7 +418,7 @@ type report struct {
 func checkFerry(out string, want []string) error {
 	var reports []report
 	if err := json.Unmarshal([]byte(out), &reports); err != nil || len(reports) != 1 {
-		return fmt.Errorf("ferry's JSON (%v):\n%s", err, lastLines(out, 10))
+		return fmt.Errorf("ferry's JSON (%v):\n%s", err, benchkit.LastLines(out, 10))
 	}
 	var got []string
 	for _, o := range reports[0].Objects {
@@ -496,7 +445,7 @@ func checkKubectl(out string, want []string) error {
 	}
 	sort.Strings(got)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
-		return fmt.Errorf("kubectl diff named %v, want %v\n%s", got, want, lastLines(out, 20))
+		return fmt.Errorf("kubectl diff named %v, want %v\n%s", got, want, benchkit.LastLines(out, 20))
 	}
 	return nil
 }
@@ -540,12 +489,12 @@ func (b *bench) main(ctx context.Context, rounds int) error {
 		ferryR, kubectlR = append(ferryR, fr), append(kubectlR, kr)
 		fmt.Fprintf(os.Stderr, "round %d: ferry %.2fs, kubectl %.2fs\n", n+1, fr.wall.Seconds(), kr.wall.Seconds())
 	}
-	f, k := median(ferryT), median(kubectlT)
+	f, k := benchkit.Median(ferryT), benchkit.Median(kubectlT)
 	fmt.Printf("drift benchmark: 1000 applied objects (%d Namespaces; per namespace %d ConfigMaps, %d Secrets, %d Services, %d Deployments), 10 drifted\n",
 		namespaces, configMaps, secrets, services, deployments)
 	fmt.Printf("  (4 Deployments scaled, 3 ConfigMaps and 1 Secret edited by other field managers, 2 Services deleted);\n")
 	fmt.Printf("  kube-apiserver %s (kubetest: etcd + apiserver, no controllers), %d CPUs; %d rounds, each on fresh namespaces\n", b.kubectlVersion, runtime.NumCPU(), rounds)
-	fmt.Printf("  ferry:   bin/ferry drift --repo DIR --format json (renders the repository itself: bin/ferry render alone takes %.2f s, median)\n", median(renderT))
+	fmt.Printf("  ferry:   bin/ferry drift --repo DIR --format json (renders the repository itself: bin/ferry render alone takes %.2f s, median)\n", benchkit.Median(renderT))
 	fmt.Printf("  kubectl: kubectl %s diff --server-side --field-manager=ferry --force-conflicts -f FILE (FILE: the same objects, rendered, with ferry's member label)\n", b.kubectlVersion)
 	fmt.Printf("  both answers checked: exactly the 10 drifted objects\n\n")
 	fmt.Printf("  %-8s %10s %12s %15s %8s\n", "", "ferry s", "kubectl s", "kubectl/ferry", "target")
@@ -557,7 +506,7 @@ func (b *bench) main(ctx context.Context, rounds int) error {
 	}{{"ferry", ferryR}, {"kubectl", kubectlR}} {
 		fmt.Printf("  %-8s %s\n", t.name, describe(t.rs))
 	}
-	fmt.Printf("  all rounds (s), ferry / kubectl: %s / %s\n", floats(ferryT), floats(kubectlT))
+	fmt.Printf("  all rounds (s), ferry / kubectl: %s / %s\n", benchkit.Floats(ferryT), benchkit.Floats(kubectlT))
 	return nil
 }
 
@@ -583,34 +532,5 @@ func describe(rs []*result) string {
 	for _, v := range verbs {
 		parts = append(parts, fmt.Sprintf("%s %.0f", v, mid.requests[v]))
 	}
-	return fmt.Sprintf("CPU %5.2fs | %5.0f API requests (%s)", median(cpu), median(req), strings.Join(parts, ", "))
-}
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-func floats(xs []float64) string {
-	var parts []string
-	for _, x := range xs {
-		parts = append(parts, fmt.Sprintf("%.2f", x))
-	}
-	return strings.Join(parts, " ")
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = append([]string{fmt.Sprintf("... (%d lines before)", len(lines)-n)}, lines[len(lines)-n:]...)
-	}
-	return strings.Join(lines, "\n")
+	return fmt.Sprintf("CPU %5.2fs | %5.0f API requests (%s)", benchkit.Median(cpu), benchkit.Median(req), strings.Join(parts, ", "))
 }

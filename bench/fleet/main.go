@@ -19,11 +19,11 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/ferry-ci/ferry/bench/benchkit"
 	"github.com/ferry-ci/ferry/internal/kube/kubetest"
 )
 
@@ -107,7 +107,7 @@ func run(ctx context.Context, rounds int) error {
 	fmt.Printf("fleet apply benchmark: %d targets x %d objects over %d namespaces, %d rounds (medians)\n", targets, perTarget, namespaces, rounds)
 	targetsFor := map[string]string{"first apply": ">= 2x", "one object changed": ">= 10x", "nothing changed": ">= 15x"}
 	for _, c := range cases {
-		f, p := median(times["ferry"][c]), median(times["pipeline"][c])
+		f, p := benchkit.Median(times["ferry"][c]), benchkit.Median(times["pipeline"][c])
 		fmt.Printf("  %-20s ferry apply %6.2f s   kustomize build x%d + kubectl apply --server-side %6.2f s   ratio %5.1fx (target %s)\n", c, f, targets, p, p/f, targetsFor[c])
 	}
 	return nil
@@ -186,16 +186,4 @@ func writeFleet(dir, prefix, version string) error {
 		fmt.Fprintf(&ferry, "  - {name: t%02d, path: apps/t%02d}\n", i, i)
 	}
 	return os.WriteFile(filepath.Join(dir, "ferry.yaml"), []byte(ferry.String()), 0o644)
-}
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
