@@ -7,10 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/config"
@@ -157,41 +155,30 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 
 	// Render every target first (a Repo renders one at a time); a target
 	// that fails is an error of its own, never "everything is missing".
-	reports := make([]*drift.Report, len(targets))
-	objs := make([][]*unstructured.Unstructured, len(targets))
+	checks := make([]drift.Target, len(targets))
+	byName := make(map[string]*config.Target, len(targets))
 	for i, t := range targets {
-		if err := repo.Blocked(t); err != nil {
-			reports[i] = drift.ErrorReport(t.Name, err)
+		byName[t.Name] = t
+		checks[i] = drift.Target{Name: t.Name, DependsOn: t.DependsOn, Prune: t.Prune}
+		if checks[i].Err = repo.Blocked(t); checks[i].Err != nil {
 			continue
 		}
-		res, err := repo.Render(ctx, t)
-		if err != nil {
-			reports[i] = drift.ErrorReport(t.Name, err)
-			continue
+		if res, err := repo.Render(ctx, t); err != nil {
+			checks[i].Err = err
+		} else {
+			checks[i].Objects = res.Set.Objects
 		}
-		objs[i] = res.Set.Objects
 	}
-
-	clients := make([]*kube.Client, len(targets))
-	sem := make(chan struct{}, o.concurrency)
-	var wg sync.WaitGroup
-	for i, t := range targets {
-		if reports[i] != nil {
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			clients[i], reports[i] = o.detect(ctx, e, t, objs[i], revision)
-		}()
-	}
-	wg.Wait()
-
-	if o.heal {
-		o.healAll(ctx, targets, objs, clients, reports, revision, isAncestor)
-	}
+	reports := drift.Check(ctx, checks, drift.CheckOptions{
+		Connect:     func(name string) (*kube.Client, error) { return o.cluster.client(e, byName[name]) },
+		Compare:     o.compare,
+		Concurrency: o.concurrency,
+		Heal:        o.heal,
+		Apply:       o.apply,
+		Revision:    revision,
+		IsAncestor:  isAncestor,
+		Mask:        e.masker,
+	})
 	// Detect masked what it compared; render, cluster and heal errors are
 	// masked here.
 	for _, r := range reports {
@@ -229,65 +216,6 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 		return &exitCodeError{code: exitDifferences, msg: "ferry: drift in " + strings.Join(drifted, ", ")}
 	}
 	return nil
-}
-
-// detect compares one target with its cluster.
-func (o *driftOptions) detect(ctx context.Context, e *env, t *config.Target, objs []*unstructured.Unstructured, revision string) (*kube.Client, *drift.Report) {
-	client, err := o.cluster.client(e, t)
-	if err != nil {
-		return nil, drift.ErrorReport(t.Name, err)
-	}
-	opts := o.compare
-	opts.Target = t.Name
-	cmp, err := client.Compare(ctx, objs, opts)
-	if err != nil {
-		r := drift.ErrorReport(t.Name, err)
-		r.Cluster = client.Host
-		return nil, r
-	}
-	return client, drift.Detect(cmp, revision, e.masker)
-}
-
-// healAll applies, in dependency order, each target that is not in sync;
-// a target whose dependency failed to heal is not applied.
-func (o *driftOptions) healAll(ctx context.Context, targets []*config.Target, objs [][]*unstructured.Unstructured, clients []*kube.Client, reports []*drift.Report, revision string, isAncestor func(a, b string) (bool, error)) {
-	failed := map[string]bool{}
-	for i, t := range targets {
-		r := reports[i]
-		if r.Error != "" {
-			failed[t.Name] = true
-			continue
-		}
-		if !r.NeedsApply() {
-			continue
-		}
-		var broken []string
-		for _, dep := range t.DependsOn {
-			if failed[dep] {
-				broken = append(broken, dep)
-			}
-		}
-		if len(broken) > 0 {
-			r.HealError = "not healed: it depends on " + strings.Join(broken, ", ") + ", which could not be checked or healed"
-			failed[t.Name] = true
-			continue
-		}
-		opts := o.apply
-		opts.Target = t.Name
-		opts.Revision = revision
-		opts.IsAncestor = isAncestor
-		opts.InventoryNamespace = o.compare.InventoryNamespace
-		opts.Prune = opts.Prune || t.Prune
-		opts.ForceConflicts = true
-		cs, err := clients[i].Apply(ctx, objs[i], opts)
-		if cs != nil {
-			r.Heal = cs
-		}
-		if err != nil {
-			r.HealError = err.Error()
-			failed[t.Name] = true
-		}
-	}
 }
 
 // printDrift writes the (redacted) reports in the format, and masks the
