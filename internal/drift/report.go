@@ -132,9 +132,6 @@ type Issue struct {
 	URL    string `json:"url,omitempty"`
 }
 
-// IssueTitle is the title of a target's drift issue.
-func IssueTitle(target string) string { return "Drift detected in " + target }
-
 // ErrorReport is the report of a target that could not be rendered or
 // compared: an error, never "everything is missing".
 func ErrorReport(target string, err error) *Report {
