@@ -1,5 +1,7 @@
-// Package gitrepo reads the Git repository ferry works on: the revision
-// being applied and the ancestry between revisions.
+// Package gitrepo reads the Git repository ferry works on (the revision
+// being applied, the ancestry between revisions, the files changed between
+// two, a revision's tree) and writes the commits `ferry bump --pr` proposes
+// on the checked-out commit, pushing them to branches.
 package gitrepo
 
 import (
