@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -151,7 +150,7 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	if err := images.UnknownPolicies(markers, policies); err != nil {
 		return err
 	}
-	selected, err := selectPolicies(policies, o.policies)
+	selected, err := images.SelectPolicies(policies, o.policies)
 	if err != nil {
 		return err
 	}
@@ -212,16 +211,16 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	for _, w := range res.Warnings() {
 		fmt.Fprintln(e.stderr, "ferry: warning: "+w)
 	}
-	e.summary(bumpMarkdown(res, cs, o.dryRun))
+	e.summary(images.Markdown(res, cs, o.dryRun))
 	if o.dryRun {
-		printBumpReport(e.stderr, res, cs, "would change")
+		images.WriteReport(e.stderr, res, cs, "would change")
 		_, err := io.WriteString(e.stdout, cs.UnifiedDiff())
 		return err
 	}
 	if err := cs.Write(); err != nil {
 		return err
 	}
-	printBumpReport(e.stdout, res, cs, "changed")
+	images.WriteReport(e.stdout, res, cs, "changed")
 	return nil
 }
 
@@ -260,141 +259,18 @@ func (e *env) pushedImages(file string) ([]string, string, error) {
 	return imgs, "the " + ev.Name + " event", nil
 }
 
-// selectPolicies returns the policies --policy names (all when none):
-// NAMESPACE/NAME, NAMESPACE:NAME, or NAME when only one namespace has it.
-func selectPolicies(all []*images.Policy, names []string) ([]*images.Policy, error) {
-	if len(names) == 0 {
-		return all, nil
-	}
-	var out []*images.Policy
-	seen := map[*images.Policy]bool{}
-	for _, n := range names {
-		ref := strings.Replace(n, "/", ":", 1)
-		var found []*images.Policy
-		for _, p := range all {
-			if p.Ref() == ref || !strings.Contains(ref, ":") && p.Name == ref {
-				found = append(found, p)
-			}
-		}
-		switch len(found) {
-		case 0:
-			var have []string
-			for _, p := range all {
-				have = append(have, p.Namespace+"/"+p.Name)
-			}
-			if len(have) == 0 {
-				return nil, fmt.Errorf("--policy %q: the repository declares no image policy", n)
-			}
-			return nil, fmt.Errorf("--policy %q: no such image policy (the repository has %s)", n, strings.Join(have, ", "))
-		case 1:
-		default:
-			return nil, fmt.Errorf("--policy %q is ambiguous: write NAMESPACE/NAME (%s/%s or %s/%s)", n, found[0].Namespace, n, found[1].Namespace, n)
-		}
-		if !seen[found[0]] {
-			seen[found[0]] = true
-			out = append(out, found[0])
-		}
-	}
-	return out, nil
-}
-
 // registryCredentials reads the credentials of the policies' registries
-// and secretRefs from the environment, and DOCKER_CONFIG's config.json.
+// and secretRefs (see images.CredentialsFromEnv), and masks the passwords
+// in the step's log.
 func (e *env) registryCredentials(ps []*images.Policy) (images.Credentials, error) {
-	var c images.Credentials
-	path := ""
-	if dir := e.getenv("DOCKER_CONFIG"); dir != "" {
-		path = filepath.Join(dir, "config.json")
-	} else if home := e.getenv("HOME"); home != "" {
-		path = filepath.Join(home, ".docker", "config.json")
-	}
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return c, fmt.Errorf("docker config: %w", err)
-		}
-		c.DockerConfig = data
-	}
-	var secrets []string
-	basic := func(prefix string) (images.Basic, bool) {
-		u, p := e.getenv(prefix+"_USERNAME"), e.getenv(prefix+"_PASSWORD")
-		if u == "" {
-			return images.Basic{}, false
-		}
-		secrets = append(secrets, p)
-		return images.Basic{Username: u, Password: p, Source: prefix + "_USERNAME/_PASSWORD"}, true
-	}
-	for _, p := range ps {
-		if host := p.Registry(); host != "" {
-			if b, ok := basic(images.RegistryEnv(host)); ok {
-				if c.Registries == nil {
-					c.Registries = map[string]images.Basic{}
-				}
-				c.Registries[host] = b
-			}
-		}
-		if p.SecretRef != "" {
-			if b, ok := basic(images.SecretEnv(p.SecretRef)); ok {
-				if c.Secrets == nil {
-					c.Secrets = map[string]images.Basic{}
-				}
-				c.Secrets[p.SecretRef] = b
-			}
-		}
+	c, passwords, err := images.CredentialsFromEnv(e.getenv, ps)
+	if err != nil {
+		return c, err
 	}
 	if e.gha != nil {
-		if err := e.gha.Mask(secrets...); err != nil {
+		if err := e.gha.Mask(passwords...); err != nil {
 			return c, err
 		}
 	}
 	return c, nil
-}
-
-// printBumpReport prints, per scanned policy, the tag it selected and the
-// lines that change.
-func printBumpReport(w io.Writer, res *images.ScanResult, cs *images.ChangeSet, verb string) {
-	byPolicy := map[string][]images.Change{}
-	for _, c := range cs.Changes() {
-		byPolicy[c.Policy.Ref()] = append(byPolicy[c.Policy.Ref()], c)
-	}
-	for _, r := range res.Policies {
-		if r.Tag == "" {
-			fmt.Fprintf(w, "%s: no matching tag\n", r.Policy.ID())
-			continue
-		}
-		changes := byPolicy[r.Policy.Ref()]
-		state := "up to date"
-		if len(changes) > 0 {
-			state = fmt.Sprintf("%s %d line(s)", verb, len(changes))
-		}
-		fmt.Fprintf(w, "%s: %s (%s): %s\n", r.Policy.ID(), r.Tag, r.Digest, state)
-		for _, c := range changes {
-			fmt.Fprintf(w, "  %s:%d  %s -> %s\n", c.File, c.Line, c.Old, c.New)
-		}
-	}
-}
-
-// bumpMarkdown is the step summary: a table of the changed lines.
-func bumpMarkdown(res *images.ScanResult, cs *images.ChangeSet, dryRun bool) string {
-	var b strings.Builder
-	title := "ferry bump"
-	if dryRun {
-		title += " (dry run)"
-	}
-	fmt.Fprintf(&b, "### %s\n\n", title)
-	changes := cs.Changes()
-	if len(changes) == 0 {
-		b.WriteString("Every marked image is at its policy's latest tag.\n")
-	} else {
-		b.WriteString("| policy | file | image | old → new | digest |\n|---|---|---|---|---|\n")
-		sort.SliceStable(changes, func(i, j int) bool { return changes[i].Policy.ID() < changes[j].Policy.ID() })
-		digest := res.ByRef()
-		for _, c := range changes {
-			fmt.Fprintf(&b, "| %s | `%s:%d` | `%s` | `%s` → `%s` | `%s` |\n", c.Policy.ID(), c.File, c.Line, c.Policy.Image, c.Old, c.New, digest[c.Policy.Ref()].Digest)
-		}
-	}
-	for _, w := range res.Warnings() {
-		fmt.Fprintf(&b, "\n> [!WARNING]\n> %s\n", w)
-	}
-	return b.String()
 }
