@@ -12,6 +12,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/forge"
 	"github.com/ferry-ci/ferry/internal/gitrepo"
 	"github.com/ferry-ci/ferry/internal/images"
+	"github.com/ferry-ci/ferry/internal/markdown"
 )
 
 // Defaults of the pull-request templates (text/template, with the fields
@@ -118,31 +119,15 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, root string, markers
 		if err != nil {
 			return fmt.Errorf("pushing %s: %w", p.branch, err)
 		}
-		pr, err := f.OpenPullRequest(ctx, p.branch, repo.BaseBranch)
+		pr, action, err := forge.SyncPullRequest(ctx, f, p.branch, repo.BaseBranch, p.title, p.body, pushed)
 		if err != nil {
-			return fmt.Errorf("pull request for %s: %w", p.branch, err)
-		}
-		action := "unchanged"
-		switch {
-		case pr == nil:
-			created, err := f.CreatePullRequest(ctx, forge.NewPullRequest{Title: p.title, Body: p.body, Head: p.branch, Base: repo.BaseBranch})
-			if err != nil {
-				return fmt.Errorf("opening a pull request for %s: %w", p.branch, err)
-			}
-			pr, action = &created, "created"
-		case pr.Title != p.title || strings.TrimSpace(pr.Body) != strings.TrimSpace(p.body):
-			if err := f.EditPullRequest(ctx, pr.Number, p.title, p.body); err != nil {
-				return fmt.Errorf("updating pull request #%d: %w", pr.Number, err)
-			}
-			action = "updated"
-		case pushed:
-			action = "updated"
+			return err
 		}
 		fmt.Fprintf(e.stdout, "%s: pull request #%d %s: %s\n", p.u.Key, pr.Number, action, pr.URL)
 		for _, c := range p.u.Changes() {
 			fmt.Fprintf(e.stdout, "  %s:%d  %s -> %s\n", c.File, c.Line, c.Old, c.New)
 		}
-		out = append(out, openedPR{Policy: p.u.Key, Number: pr.Number, URL: pr.URL, Action: action})
+		out = append(out, openedPR{Policy: p.u.Key, Number: pr.Number, URL: pr.URL, Action: string(action)})
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -152,10 +137,10 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, root string, markers
 	var md strings.Builder
 	md.WriteString("### ferry bump\n\n| policy | pull request | |\n|---|---|---|\n")
 	for _, p := range out {
-		fmt.Fprintf(&md, "| `%s` | [#%d](%s) | %s |\n", p.Policy, p.Number, p.URL, p.Action)
+		fmt.Fprintf(&md, "| %s | [#%d](%s) | %s |\n", markdown.Code(p.Policy), p.Number, p.URL, p.Action)
 	}
 	for _, w := range res.Warnings() {
-		fmt.Fprintf(&md, "\n> [!WARNING]\n> %s\n", w)
+		fmt.Fprintf(&md, "\n> [!WARNING]\n> %s\n", markdown.Text(w))
 	}
 	e.summary(md.String())
 	return nil
