@@ -248,15 +248,9 @@ func (e *env) inputArgs(args []string, newRoot func(*env) *cobra.Command) ([]str
 	// A throwaway command tree to learn what the command line sets; the
 	// real one parses the final arguments.
 	probe := newRoot(e)
-	if len(args) == 0 {
-		name, ok := e.gha.Input(inputCommand)
-		if !ok {
-			return nil, fmt.Errorf("input %s is required: the ferry command to run (one of %s)", inputCommand, strings.Join(commandNames(probe), ", "))
-		}
-		if !contains(commandNames(probe), name) {
-			return nil, fmt.Errorf("input %s: unknown command %q (want one of %s)", inputCommand, name, strings.Join(commandNames(probe), ", "))
-		}
-		args = []string{name}
+	args, err := e.commandInput(probe, args)
+	if err != nil {
+		return nil, err
 	}
 	cmd, rest, err := probe.Find(args)
 	if err != nil || cmd == probe {
@@ -265,89 +259,15 @@ func (e *env) inputArgs(args []string, newRoot func(*env) *cobra.Command) ([]str
 	if err := cmd.ParseFlags(rest); err != nil {
 		return args, nil // cobra reports it
 	}
-	flags := inputFlags(cmd)
-	var injected []string
-	var used []string
-	names := make([]string, 0, len(flags))
-	for name := range flags {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		f := flags[name]
-		if f.Changed {
-			continue
-		}
-		v, ok := e.gha.Input(name)
-		if !ok {
-			continue
-		}
-		vals, err := inputValues(name, f, v)
-		if err != nil {
+	in := &stepInputs{cmd: cmd, flags: inputFlags(cmd)}
+	for _, phase := range []func(*stepInputs) error{e.flagInputs, e.secretInputs, e.targetInputs} {
+		if err := phase(in); err != nil {
 			return nil, err
 		}
-		for _, val := range vals {
-			injected = append(injected, "--"+f.Name+"="+val)
-		}
-		used = append(used, name)
 	}
-	for _, name := range names {
-		f := flags[name]
-		if req, ok := f.Annotations[cobra.BashCompOneRequiredFlag]; ok && len(req) > 0 && req[0] == "true" && !f.Changed && !contains(used, name) {
-			return nil, fmt.Errorf("required input %s is not set (ferry %s needs --%s)", name, cmd.Name(), f.Name)
-		}
-	}
-
-	// The inputs that are not flags.
-	if v, ok := e.gha.Input(inputAgeKey); ok {
-		if err := checkAgeKey(v); err != nil {
-			return nil, err
-		}
-		e.setenv("SOPS_AGE_KEY", v)
-		used = append(used, inputAgeKey)
-	}
-	if v, ok := e.gha.Input(inputToken); ok {
-		e.setenv("FERRY_TOKEN", v)
-		used = append(used, inputToken)
-	}
-	if v, ok := e.gha.Input(flagInput("kubeconfig")); ok && flags["kubeconfig-path"] != nil && !flags["kubeconfig-path"].Changed {
-		if looksLikeKubeconfig(v) {
-			return nil, errors.New("input kubeconfig-path holds kubeconfig content, not a file path: pass the content as input kubeconfig instead (the value is not shown)")
-		}
-	}
-	if v, ok := e.gha.Input(inputKubeconfig); ok {
-		if !reachesCluster(cmd) {
-			return nil, fmt.Errorf("input %s: ferry %s does not connect to a cluster", inputKubeconfig, cmd.Name())
-		}
-		if err := checkKubeconfig(v); err != nil {
-			return nil, err
-		}
-		if f := flags["kubeconfig-path"]; f != nil && (f.Changed || contains(used, "kubeconfig-path")) {
-			return nil, fmt.Errorf("inputs %s (content) and kubeconfig-path (a file) are both set: use one", inputKubeconfig)
-		}
-		if f := flags["kubeconfig-env"]; !f.Changed && !contains(used, "kubeconfig-env") {
-			injected = append(injected, "--kubeconfig-env="+actions.InputVar(inputKubeconfig))
-		}
-		used = append(used, inputKubeconfig)
-	}
-	var targets []string
-	if v, ok := e.gha.Input(inputTargets); ok {
-		if !takesTargets(cmd) {
-			return nil, fmt.Errorf("input %s: ferry %s takes no targets", inputTargets, cmd.Name())
-		}
-		if len(cmd.Flags().Args()) == 0 {
-			for _, t := range actions.List(v) {
-				if strings.HasPrefix(t, "-") {
-					return nil, fmt.Errorf("input %s: %q is not a target name", inputTargets, t)
-				}
-				targets = append(targets, t)
-			}
-			used = append(used, inputTargets)
-		}
-	}
-	if len(used) > 0 {
+	if len(in.used) > 0 {
 		end := e.group("ferry " + cmd.Name() + ": inputs")
-		fmt.Fprintf(e.stdout, "from step inputs: %s\n", strings.Join(used, ", "))
+		fmt.Fprintf(e.stdout, "from step inputs: %s\n", strings.Join(in.used, ", "))
 		end()
 	}
 	e.actionRepo = "."
@@ -359,14 +279,136 @@ func (e *env) inputArgs(args []string, newRoot func(*env) *cobra.Command) ([]str
 	}
 
 	path := strings.Fields(cmd.CommandPath())[1:]
-	out := append(append(path, injected...), rest...)
-	if len(targets) > 0 {
+	out := append(append(path, in.injected...), rest...)
+	if len(in.targets) > 0 {
 		if !contains(rest, "--") {
 			out = append(out, "--")
 		}
-		out = append(out, targets...)
+		out = append(out, in.targets...)
 	}
 	return out, nil
+}
+
+// stepInputs is what a step's inputs add to the command line.
+type stepInputs struct {
+	cmd      *cobra.Command
+	flags    map[string]*pflag.Flag // by input name
+	injected []string               // flags the inputs set
+	used     []string               // the inputs used
+	targets  []string
+}
+
+// commandInput is the command line to probe: args as given, else the
+// command the command input names.
+func (e *env) commandInput(probe *cobra.Command, args []string) ([]string, error) {
+	if len(args) > 0 {
+		return args, nil
+	}
+	name, ok := e.gha.Input(inputCommand)
+	if !ok {
+		return nil, fmt.Errorf("input %s is required: the ferry command to run (one of %s)", inputCommand, strings.Join(commandNames(probe), ", "))
+	}
+	if !contains(commandNames(probe), name) {
+		return nil, fmt.Errorf("input %s: unknown command %q (want one of %s)", inputCommand, name, strings.Join(commandNames(probe), ", "))
+	}
+	return []string{name}, nil
+}
+
+// flagInputs turns the inputs named after the command's flags into those
+// flags (the command line wins), and checks the required ones are set.
+func (e *env) flagInputs(in *stepInputs) error {
+	names := make([]string, 0, len(in.flags))
+	for name := range in.flags {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		f := in.flags[name]
+		if f.Changed {
+			continue
+		}
+		v, ok := e.gha.Input(name)
+		if !ok {
+			continue
+		}
+		vals, err := inputValues(name, f, v)
+		if err != nil {
+			return err
+		}
+		for _, val := range vals {
+			in.injected = append(in.injected, "--"+f.Name+"="+val)
+		}
+		in.used = append(in.used, name)
+	}
+	for _, name := range names {
+		f := in.flags[name]
+		if req, ok := f.Annotations[cobra.BashCompOneRequiredFlag]; ok && len(req) > 0 && req[0] == "true" && !f.Changed && !contains(in.used, name) {
+			return fmt.Errorf("required input %s is not set (ferry %s needs --%s)", name, in.cmd.Name(), f.Name)
+		}
+	}
+	return nil
+}
+
+// secretInputs checks the age key, the token and the kubeconfig inputs
+// and hands them to ferry through its environment (never its arguments).
+func (e *env) secretInputs(in *stepInputs) error {
+	if v, ok := e.gha.Input(inputAgeKey); ok {
+		if err := checkAgeKey(v); err != nil {
+			return err
+		}
+		e.setenv("SOPS_AGE_KEY", v)
+		in.used = append(in.used, inputAgeKey)
+	}
+	if v, ok := e.gha.Input(inputToken); ok {
+		e.setenv("FERRY_TOKEN", v)
+		in.used = append(in.used, inputToken)
+	}
+	if v, ok := e.gha.Input(flagInput("kubeconfig")); ok && in.flags["kubeconfig-path"] != nil && !in.flags["kubeconfig-path"].Changed {
+		if looksLikeKubeconfig(v) {
+			return errors.New("input kubeconfig-path holds kubeconfig content, not a file path: pass the content as input kubeconfig instead (the value is not shown)")
+		}
+	}
+	v, ok := e.gha.Input(inputKubeconfig)
+	if !ok {
+		return nil
+	}
+	if !reachesCluster(in.cmd) {
+		return fmt.Errorf("input %s: ferry %s does not connect to a cluster", inputKubeconfig, in.cmd.Name())
+	}
+	if err := checkKubeconfig(v); err != nil {
+		return err
+	}
+	if f := in.flags["kubeconfig-path"]; f != nil && (f.Changed || contains(in.used, "kubeconfig-path")) {
+		return fmt.Errorf("inputs %s (content) and kubeconfig-path (a file) are both set: use one", inputKubeconfig)
+	}
+	if f := in.flags["kubeconfig-env"]; !f.Changed && !contains(in.used, "kubeconfig-env") {
+		in.injected = append(in.injected, "--kubeconfig-env="+actions.InputVar(inputKubeconfig))
+	}
+	in.used = append(in.used, inputKubeconfig)
+	return nil
+}
+
+// targetInputs reads the targets input, unless the command line names
+// targets.
+func (e *env) targetInputs(in *stepInputs) error {
+	v, ok := e.gha.Input(inputTargets)
+	if !ok {
+		return nil
+	}
+	if !takesTargets(in.cmd) {
+		return fmt.Errorf("input %s: ferry %s takes no targets", inputTargets, in.cmd.Name())
+	}
+	if len(in.cmd.Flags().Args()) > 0 {
+		return nil
+	}
+	for _, t := range actions.List(v) {
+		if strings.HasPrefix(t, "-") {
+			return fmt.Errorf("input %s: %q is not a target name", inputTargets, t)
+		}
+		in.targets = append(in.targets, t)
+	}
+	in.used = append(in.used, inputTargets)
+	return nil
 }
 
 // inputValues checks an input against its flag and returns the flag
