@@ -116,17 +116,9 @@ with --fail-on-drift (also when --heal repaired it), 2 any error.`,
 }
 
 func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error {
-	summary, issues := false, false
-	for _, r := range o.reports {
-		switch r {
-		case "summary":
-			summary = true
-		case "issue":
-			issues = true
-		case "none", "":
-		default:
-			return fmt.Errorf("--report %q: want summary, issue or none", r)
-		}
+	summary, issues, err := o.reportKinds()
+	if err != nil {
+		return err
 	}
 	if o.concurrency < 1 {
 		return fmt.Errorf("--concurrency %d: want 1 or more", o.concurrency)
@@ -152,23 +144,7 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 		return err
 	}
 	revision, isAncestor := checkedOut(e, repo.Root, o.revision)
-
-	// Render every target first (a Repo renders one at a time); a target
-	// that fails is an error of its own, never "everything is missing".
-	checks := make([]drift.Target, len(targets))
-	byName := make(map[string]*config.Target, len(targets))
-	for i, t := range targets {
-		byName[t.Name] = t
-		checks[i] = drift.Target{Name: t.Name, DependsOn: t.DependsOn, Prune: t.Prune}
-		if checks[i].Err = repo.Blocked(t); checks[i].Err != nil {
-			continue
-		}
-		if res, err := repo.Render(ctx, t); err != nil {
-			checks[i].Err = err
-		} else {
-			checks[i].Objects = res.Set.Objects
-		}
-	}
+	checks, byName := driftTargets(ctx, repo, targets)
 	reports := drift.Check(ctx, checks, drift.CheckOptions{
 		Connect:     func(name string) (*kube.Client, error) { return o.cluster.client(e, byName[name]) },
 		Compare:     o.compare,
@@ -196,6 +172,50 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 		return err
 	}
 
+	return o.driftStatus(reports, issueErr)
+}
+
+// reportKinds reads --report: a step summary, drift issues, or none.
+func (o *driftOptions) reportKinds() (summary, issues bool, err error) {
+	for _, r := range o.reports {
+		switch r {
+		case "summary":
+			summary = true
+		case "issue":
+			issues = true
+		case "none", "":
+		default:
+			return false, false, fmt.Errorf("--report %q: want summary, issue or none", r)
+		}
+	}
+	return summary, issues, nil
+}
+
+// driftTargets renders every target first (a Repo renders one at a time);
+// a target that fails is an error of its own, never "everything is
+// missing".
+func driftTargets(ctx context.Context, repo *config.Repo, targets []*config.Target) ([]drift.Target, map[string]*config.Target) {
+	checks := make([]drift.Target, len(targets))
+	byName := make(map[string]*config.Target, len(targets))
+	for i, t := range targets {
+		byName[t.Name] = t
+		checks[i] = drift.Target{Name: t.Name, DependsOn: t.DependsOn, Prune: t.Prune}
+		if checks[i].Err = repo.Blocked(t); checks[i].Err != nil {
+			continue
+		}
+		if res, err := repo.Render(ctx, t); err != nil {
+			checks[i].Err = err
+		} else {
+			checks[i].Objects = res.Set.Objects
+		}
+	}
+	return checks, byName
+}
+
+// driftStatus is the run's outcome: an error naming the targets that could
+// not be checked or healed (and the issue errors), else exit 1 with
+// --fail-on-drift when a target drifts.
+func (o *driftOptions) driftStatus(reports []*drift.Report, issueErr error) error {
 	var failed, drifted []string
 	for _, r := range reports {
 		if r.Failed() {
@@ -206,7 +226,7 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 		}
 	}
 	if len(failed) > 0 {
-		err := fmt.Errorf("drift: %d of %d targets could not be checked or healed: %s", len(failed), len(targets), strings.Join(failed, ", "))
+		err := fmt.Errorf("drift: %d of %d targets could not be checked or healed: %s", len(failed), len(reports), strings.Join(failed, ", "))
 		return errors.Join(err, issueErr)
 	}
 	if issueErr != nil {
