@@ -89,65 +89,15 @@ Exit status: 0 applied, 2 any error (nothing is written when preflight fails).`,
 }
 
 func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error {
-	ctx := cmd.Context()
-	d, err := e.decryptor()
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel() // stops the reads Warm started, on every return
+	repo, targets, err := o.selectTargets(ctx, e, args)
 	if err != nil {
 		return err
 	}
-	repo, err := config.Load(ctx, o.repo.dir, render.Options{Decryptor: d, AllowRemoteBases: o.repo.allowRemoteBases})
-	if err != nil {
-		return err
-	}
-	targets, err := repo.Select(args)
-	if err != nil {
-		return err
-	}
-	// Invariant 1: everything resolves and renders before anything is
-	// sent. A selected target that depends on one that cannot be resolved
-	// cannot be applied in order either.
-	var blocked []error
-	for _, t := range targets {
-		if err := repo.Blocked(t); err != nil {
-			blocked = append(blocked, err)
-		}
-	}
-	if len(blocked) > 0 {
-		return fmt.Errorf("nothing was applied: %w", errors.Join(blocked...))
-	}
-	clients := make([]*kube.Client, len(targets))
-	var clientErrs []error
-	for i, t := range targets {
-		if clients[i], err = o.cluster.client(e, t); err != nil {
-			clientErrs = append(clientErrs, fmt.Errorf("target %q: %w", t.Name, err))
-		}
-	}
-	preflight := len(targets) > 1 && !o.apply.DryRun
-	if preflight && len(clientErrs) == 0 {
-		// The preflight's first reads (kinds, inventories, Leases) go on
-		// while the targets render.
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		for _, c := range clients {
-			c.Warm(ctx, o.apply.InventoryNamespace)
-		}
-	}
-	results, err := repo.RenderAll(ctx, targets)
+	fleet, preflight, err := o.fleet(ctx, e, repo, targets)
 	if err != nil {
 		return fmt.Errorf("nothing was applied: %w", err)
-	}
-
-	revision, isAncestor := checkedOut(e, repo.Root, o.revision)
-	fleet := make([]kube.FleetTarget, len(targets))
-	for i, t := range targets {
-		client := clients[i]
-		opts := o.apply
-		opts.Revision = revision
-		opts.IsAncestor = isAncestor
-		opts.Prune = opts.Prune || t.Prune
-		fleet[i] = kube.FleetTarget{Name: t.Name, Cluster: t.Cluster, DependsOn: t.DependsOn, Client: client, Objects: results[i].Set.Objects, Options: opts}
-	}
-	if len(clientErrs) > 0 {
-		return fmt.Errorf("nothing was applied: %w", errors.Join(clientErrs...))
 	}
 	// Invariant 1 across targets: with several targets, every one is
 	// preflighted (mapped, dry-run, guards evaluated) before the first
@@ -175,4 +125,70 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	e.output("pruned", countChanges(sets, kube.Pruned))
 	e.summary(kube.MarkdownChangeSets(sets))
 	return applyErr
+}
+
+// selectTargets loads the repository and the targets to apply. Invariant
+// 1: everything resolves before anything is sent; a selected target that
+// depends on one that cannot be resolved cannot be applied in order.
+func (o *applyOptions) selectTargets(ctx context.Context, e *env, args []string) (*config.Repo, []*config.Target, error) {
+	d, err := e.decryptor()
+	if err != nil {
+		return nil, nil, err
+	}
+	repo, err := config.Load(ctx, o.repo.dir, render.Options{Decryptor: d, AllowRemoteBases: o.repo.allowRemoteBases})
+	if err != nil {
+		return nil, nil, err
+	}
+	targets, err := repo.Select(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	var blocked []error
+	for _, t := range targets {
+		if err := repo.Blocked(t); err != nil {
+			blocked = append(blocked, err)
+		}
+	}
+	if len(blocked) > 0 {
+		return nil, nil, fmt.Errorf("nothing was applied: %w", errors.Join(blocked...))
+	}
+	return repo, targets, nil
+}
+
+// fleet renders the targets and pairs each with its cluster's client (one
+// per cluster) and its options; preflight says whether the run preflights
+// them together first (several targets, not a dry run). The preflight's
+// first reads (kinds, inventories, Leases) start before the render and go
+// on while it runs.
+func (o *applyOptions) fleet(ctx context.Context, e *env, repo *config.Repo, targets []*config.Target) ([]kube.FleetTarget, bool, error) {
+	clients := make([]*kube.Client, len(targets))
+	var clientErrs []error
+	for i, t := range targets {
+		var err error
+		if clients[i], err = o.cluster.client(e, t); err != nil {
+			clientErrs = append(clientErrs, fmt.Errorf("target %q: %w", t.Name, err))
+		}
+	}
+	preflight := len(targets) > 1 && !o.apply.DryRun
+	if preflight && len(clientErrs) == 0 {
+		for _, c := range clients {
+			c.Warm(ctx, o.apply.InventoryNamespace)
+		}
+	}
+	results, err := repo.RenderAll(ctx, targets)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(clientErrs) > 0 {
+		return nil, false, errors.Join(clientErrs...)
+	}
+	revision, isAncestor := checkedOut(e, repo.Root, o.revision)
+	fleet := make([]kube.FleetTarget, len(targets))
+	for i, t := range targets {
+		opts := o.apply
+		opts.Revision, opts.IsAncestor = revision, isAncestor
+		opts.Prune = opts.Prune || t.Prune
+		fleet[i] = kube.FleetTarget{Name: t.Name, Cluster: t.Cluster, DependsOn: t.DependsOn, Client: clients[i], Objects: results[i].Set.Objects, Options: opts}
+	}
+	return fleet, preflight, nil
 }
