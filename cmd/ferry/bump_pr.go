@@ -46,12 +46,10 @@ type openedPR struct {
 // request per branch. Everything that can fail before a push (templates,
 // the repository, the forge, every commit) is done first.
 func runBumpPR(ctx context.Context, e *env, o *bumpOptions, root string, markers []images.Marker, res *images.ScanResult) error {
-	branchT, titleT, err := prTemplates(o)
-	if err != nil {
+	if _, _, err := prTemplates(o); err != nil {
 		return err
 	}
-	author, err := mail.ParseAddress(o.author)
-	if err != nil {
+	if _, err := mail.ParseAddress(o.author); err != nil {
 		return fmt.Errorf("--author %q: want \"Name <email>\": %v", o.author, err)
 	}
 	repo, err := gitrepo.OpenCommitter(root, o.base)
@@ -81,37 +79,9 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, root string, markers
 	if err != nil {
 		return fmt.Errorf("--pr: %w", err)
 	}
-	type prepared struct {
-		u                   images.Update
-		branch, title, body string
-		commit              string
-	}
-	var all []prepared
-	seen := map[string]string{}
-	for _, u := range updates {
-		r := u.Results[0]
-		fields := prFields{Policy: r.Policy.ID(), Namespace: r.Policy.Namespace, Name: r.Policy.Name, Image: r.Policy.Image, Tag: r.Tag, Count: len(u.Results)}
-		branch, err := execTemplate(branchT, fields)
-		if err != nil {
-			return fmt.Errorf("--branch: %w", err)
-		}
-		if prev, dup := seen[branch]; dup {
-			return fmt.Errorf("--branch: %s and %s both make branch %q; the template must tell policies apart", prev, u.Key, branch)
-		}
-		seen[branch] = u.Key
-		if err := gitrepo.CheckBranchName(branch); err != nil {
-			return fmt.Errorf("--branch: %w", err)
-		}
-		title, err := execTemplate(titleT, fields)
-		if err != nil {
-			return fmt.Errorf("--title: %w", err)
-		}
-		body := u.Body()
-		commit, err := repo.Commit(updateFiles(u), title+"\n\n"+body, author.Name, author.Address)
-		if err != nil {
-			return err
-		}
-		all = append(all, prepared{u, branch, title, body, commit})
+	all, err := preparePRs(o, repo, updates)
+	if err != nil {
+		return err
 	}
 	var out []openedPR
 	for _, p := range all {
@@ -129,21 +99,7 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, root string, markers
 		}
 		out = append(out, openedPR{Policy: p.u.Key, Number: pr.Number, URL: pr.URL, Action: string(action)})
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
-	e.output("pull-requests", string(b))
-	var md strings.Builder
-	md.WriteString("### ferry bump\n\n| policy | pull request | |\n|---|---|---|\n")
-	for _, p := range out {
-		fmt.Fprintf(&md, "| %s | [#%d](%s) | %s |\n", markdown.Code(p.Policy), p.Number, p.URL, p.Action)
-	}
-	for _, w := range res.Warnings() {
-		fmt.Fprintf(&md, "\n> [!WARNING]\n> %s\n", markdown.Text(w))
-	}
-	e.summary(md.String())
-	return nil
+	return reportPRs(e, out, res.Warnings())
 }
 
 func prTemplates(o *bumpOptions) (branch, title *template.Template, err error) {
@@ -184,4 +140,72 @@ func updateFiles(u images.Update) map[string][]byte {
 		files[f.Path] = f.New
 	}
 	return files
+}
+
+// preparedPR is one pull request, committed and ready to push.
+type preparedPR struct {
+	u                   images.Update
+	branch, title, body string
+	commit              string
+}
+
+// preparePRs names each update's branch and title from the templates and
+// commits it; nothing is pushed yet, so a bad template or a commit that
+// fails stops the run before anything leaves the machine.
+func preparePRs(o *bumpOptions, repo *gitrepo.Committer, updates []images.Update) ([]preparedPR, error) {
+	branchT, titleT, err := prTemplates(o)
+	if err != nil {
+		return nil, err
+	}
+	author, err := mail.ParseAddress(o.author)
+	if err != nil {
+		return nil, fmt.Errorf("--author %q: want \"Name <email>\": %v", o.author, err)
+	}
+	var all []preparedPR
+	seen := map[string]string{}
+	for _, u := range updates {
+		r := u.Results[0]
+		fields := prFields{Policy: r.Policy.ID(), Namespace: r.Policy.Namespace, Name: r.Policy.Name, Image: r.Policy.Image, Tag: r.Tag, Count: len(u.Results)}
+		branch, err := execTemplate(branchT, fields)
+		if err != nil {
+			return nil, fmt.Errorf("--branch: %w", err)
+		}
+		if prev, dup := seen[branch]; dup {
+			return nil, fmt.Errorf("--branch: %s and %s both make branch %q; the template must tell policies apart", prev, u.Key, branch)
+		}
+		seen[branch] = u.Key
+		if err := gitrepo.CheckBranchName(branch); err != nil {
+			return nil, fmt.Errorf("--branch: %w", err)
+		}
+		title, err := execTemplate(titleT, fields)
+		if err != nil {
+			return nil, fmt.Errorf("--title: %w", err)
+		}
+		body := u.Body()
+		commit, err := repo.Commit(updateFiles(u), title+"\n\n"+body, author.Name, author.Address)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, preparedPR{u, branch, title, body, commit})
+	}
+	return all, nil
+}
+
+// reportPRs sets the pull-requests output and writes the step summary.
+func reportPRs(e *env, out []openedPR, warnings []string) error {
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	e.output("pull-requests", string(b))
+	var md strings.Builder
+	md.WriteString("### ferry bump\n\n| policy | pull request | |\n|---|---|---|\n")
+	for _, p := range out {
+		fmt.Fprintf(&md, "| %s | [#%d](%s) | %s |\n", markdown.Code(p.Policy), p.Number, p.URL, p.Action)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(&md, "\n> [!WARNING]\n> %s\n", markdown.Text(w))
+	}
+	e.summary(md.String())
+	return nil
 }
