@@ -23,13 +23,8 @@ type applyOptions struct {
 	apply    kube.ApplyOptions
 }
 
-func newApplyCmd(e *env) *cobra.Command {
-	o := &applyOptions{apply: kube.DefaultApplyOptions(), format: newFormat("text", "json", "markdown")}
-	o.apply.LeaveOut = config.ActsOn
-	cmd := &cobra.Command{
-		Use:   "apply [TARGET...]",
-		Short: "Render, decrypt and server-side apply targets, with an ApplySet inventory and pruning",
-		Long: `Apply renders and decrypts every selected target (all when none is named)
+// applyHelp is `ferry apply --help`'s long help.
+const applyHelp = `Apply renders and decrypts every selected target (all when none is named)
 before it sends anything to a cluster; a render or decrypt error applies and
 prunes nothing. Each target is then carried to its cluster:
 
@@ -54,15 +49,26 @@ The cluster comes from the target's ferry.yaml entry (kubeconfig,
 kubeconfigEnv, context), else --kubeconfig / $KUBECONFIG, or kubeconfig
 content in the environment variable named by --kubeconfig-env.
 
-Exit status: 0 applied, 2 any error (nothing is written when preflight fails).`,
-		Example: `  # apply every target of the repository in dependency order
+Exit status: 0 applied, 2 any error (nothing is written when preflight fails).`
+
+// applyExamples is `ferry apply --help`'s examples.
+const applyExamples = `  # apply every target of the repository in dependency order
   ferry apply --kubeconfig ~/.kube/config --prune
 
   # what would change, without writing
   ferry apply stage --dry-run
 
   # kubeconfig content from a CI secret
-  KUBECONFIG_DATA="$(cat kubeconfig)" ferry apply --kubeconfig-env KUBECONFIG_DATA`,
+  KUBECONFIG_DATA="$(cat kubeconfig)" ferry apply --kubeconfig-env KUBECONFIG_DATA`
+
+func newApplyCmd(e *env) *cobra.Command {
+	o := &applyOptions{apply: kube.DefaultApplyOptions(), format: newFormat("text", "json", "markdown")}
+	o.apply.LeaveOut = config.ActsOn
+	cmd := &cobra.Command{
+		Use:     "apply [TARGET...]",
+		Short:   "Render, decrypt and server-side apply targets, with an ApplySet inventory and pruning",
+		Long:    applyHelp,
+		Example: applyExamples,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runApply(cmd, e, o, args)
 		},

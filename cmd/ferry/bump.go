@@ -34,13 +34,8 @@ type bumpOptions struct {
 	author              string
 }
 
-func newBumpCmd(e *env) *cobra.Command {
-	o := &bumpOptions{}
-	def := images.DefaultScanOptions()
-	cmd := &cobra.Command{
-		Use:   "bump [--policy NAME...] [--dry-run | --pr]",
-		Short: "Scan registries for new image tags and rewrite the marked image lines",
-		Long: `Bump finds the repository's image policies (ferry.yaml's imagePolicies, or
+// bumpHelp is `ferry bump --help`'s long help.
+const bumpHelp = `Bump finds the repository's image policies (ferry.yaml's imagePolicies, or
 else its Flux ImageRepository + ImagePolicy objects), lists the tags of
 each image repository once, selects each policy's latest tag as Flux does
 (semver range, numerical or alphabetical order, after exclusionList and
@@ -87,8 +82,10 @@ Exit status: 0 done (also when nothing changed or a policy matched no
 tag), 2 any error: an invalid policy, a marker naming an unknown policy,
 a registry that refuses the credentials or cannot be reached, a push or
 forge call that fails. On an error found before writing, no file is
-changed and no branch is pushed.`,
-		Example: `  # rewrite the marked lines in place
+changed and no branch is pushed.`
+
+// bumpExamples is `ferry bump --help`'s examples.
+const bumpExamples = `  # rewrite the marked lines in place
   ferry bump --repo .
 
   # show the change as a unified diff, change nothing
@@ -101,8 +98,17 @@ changed and no branch is pushed.`,
   ferry bump --webhook-payload "$GITHUB_EVENT_PATH"
 
   # one pull request per policy (a scheduled job with GITHUB_TOKEN in its env)
-  ferry bump --pr`,
-		Args: cobra.NoArgs,
+  ferry bump --pr`
+
+func newBumpCmd(e *env) *cobra.Command {
+	o := &bumpOptions{}
+	def := images.DefaultScanOptions()
+	cmd := &cobra.Command{
+		Use:     "bump [--policy NAME...] [--dry-run | --pr]",
+		Short:   "Scan registries for new image tags and rewrite the marked image lines",
+		Long:    bumpHelp,
+		Example: bumpExamples,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBump(cmd, e, o)
 		},

@@ -34,13 +34,8 @@ type driftOptions struct {
 	apply kube.ApplyOptions
 }
 
-func newDriftCmd(e *env) *cobra.Command {
-	o := &driftOptions{compare: kube.DefaultCompareOptions(), apply: kube.DefaultApplyOptions(), format: newFormat("text", "json", "markdown")}
-	o.compare.LeaveOut, o.apply.LeaveOut = config.ActsOn, config.ActsOn
-	cmd := &cobra.Command{
-		Use:   "drift [TARGET...]",
-		Short: "Compare live clusters with Git and report drift",
-		Long: `Drift renders and decrypts the selected targets (all when none is named) at
+// driftHelp is `ferry drift --help`'s long help.
+const driftHelp = `Drift renders and decrypts the selected targets (all when none is named) at
 the checked-out revision and compares every object with its cluster, looking
 only at the fields ferry owns (its field manager's managedFields, and a
 server-side dry-run apply compared with the live object): server defaults and
@@ -79,8 +74,10 @@ other managers took (it forces conflicts); with --prune, or the target's
 prune: true, it deletes orphaned objects.
 
 Exit status: 0 no drift (or drift without --fail-on-drift), 1 drift found
-with --fail-on-drift (also when --heal repaired it), 2 any error.`,
-		Example: `  # every target, as a nightly job
+with --fail-on-drift (also when --heal repaired it), 2 any error.`
+
+// driftExamples is `ferry drift --help`'s examples.
+const driftExamples = `  # every target, as a nightly job
   ferry drift --kubeconfig-env KUBECONFIG_DATA --fail-on-drift
 
   # one target, as JSON
@@ -90,7 +87,16 @@ with --fail-on-drift (also when --heal repaired it), 2 any error.`,
   ferry drift stage --heal --prune
 
   # nightly in Actions: step summary, and an issue per drifted target
-  ferry drift --report summary,issue`,
+  ferry drift --report summary,issue`
+
+func newDriftCmd(e *env) *cobra.Command {
+	o := &driftOptions{compare: kube.DefaultCompareOptions(), apply: kube.DefaultApplyOptions(), format: newFormat("text", "json", "markdown")}
+	o.compare.LeaveOut, o.apply.LeaveOut = config.ActsOn, config.ActsOn
+	cmd := &cobra.Command{
+		Use:     "drift [TARGET...]",
+		Short:   "Compare live clusters with Git and report drift",
+		Long:    driftHelp,
+		Example: driftExamples,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDrift(cmd.Context(), e, o, args)
 		},

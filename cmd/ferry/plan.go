@@ -15,12 +15,8 @@ type planOptions struct {
 	noDecrypt  bool
 }
 
-func newPlanCmd(e *env) *cobra.Command {
-	o := &planOptions{}
-	cmd := &cobra.Command{
-		Use:   "plan --base REF [--head REF] [TARGET...]",
-		Short: "List the targets a change affects, as JSON for a workflow matrix",
-		Long: `Plan prints the targets a change between two revisions affects: those whose
+// planHelp is `ferry plan --help`'s long help.
+const planHelp = `Plan prints the targets a change between two revisions affects: those whose
 definition changed or whose render reads a changed file (a change to a
 shared base affects every overlay built on it). Unaffected targets are not
 rendered. The output is one line of JSON whose "include" list feeds a
@@ -38,9 +34,19 @@ Inside Actions the same JSON is the step output "matrix", "clusters" is
 the JSON list of the affected targets' names (empty when nothing is
 affected: guard the matrix job with if: steps.plan.outputs.targets != '[]').
 
-Exit status: 0 listed (possibly none), 2 any error.`,
-		Example: `  # in a workflow step, for strategy.matrix: ${{ fromJSON(steps.plan.outputs.matrix) }}
-  ferry plan --base "$BEFORE" --head "$GITHUB_SHA"`,
+Exit status: 0 listed (possibly none), 2 any error.`
+
+// planExamples is `ferry plan --help`'s examples.
+const planExamples = `  # in a workflow step, for strategy.matrix: ${{ fromJSON(steps.plan.outputs.matrix) }}
+  ferry plan --base "$BEFORE" --head "$GITHUB_SHA"`
+
+func newPlanCmd(e *env) *cobra.Command {
+	o := &planOptions{}
+	cmd := &cobra.Command{
+		Use:     "plan --base REF [--head REF] [TARGET...]",
+		Short:   "List the targets a change affects, as JSON for a workflow matrix",
+		Long:    planHelp,
+		Example: planExamples,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := fillFromEvent(e, &o.base, &o.head, nil); err != nil {
 				return err
