@@ -156,46 +156,9 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	if err := images.UnknownPolicies(markers, policies); err != nil {
 		return err
 	}
-	selected, err := images.SelectPolicies(policies, o.policies)
-	if err != nil {
+	scan, err := o.policiesToScan(e, policies, markers)
+	if err != nil || len(scan) == 0 {
 		return err
-	}
-	imgs, source, err := e.pushedImages(o.webhookPayload)
-	if err != nil {
-		return err
-	}
-	if len(imgs) > 0 {
-		selected = images.ForImages(selected, imgs)
-		if len(selected) == 0 {
-			fmt.Fprintf(e.stderr, "ferry: %s names %s; no image policy scans it\n", source, strings.Join(imgs, ", "))
-			return nil
-		}
-	}
-	// Every selected policy is validated, marked or not.
-	var errs []error
-	for _, p := range selected {
-		if _, err := p.Compile(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	used := map[string]bool{}
-	for _, m := range markers {
-		used[m.Policy] = true
-	}
-	var scan []*images.Policy
-	for _, p := range selected {
-		if used[p.Ref()] {
-			scan = append(scan, p)
-		} else {
-			fmt.Fprintf(e.stderr, "ferry: %s: no marker uses it; not scanned\n", p.ID())
-		}
-	}
-	if len(scan) == 0 {
-		fmt.Fprintln(e.stderr, "ferry: no marked image policy to scan")
-		return nil
 	}
 	opts := images.DefaultScanOptions()
 	opts.InsecureRegistries = o.insecure
@@ -228,6 +191,54 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	}
 	images.WriteReport(e.stdout, res, cs, "changed")
 	return nil
+}
+
+// policiesToScan are the policies a run scans: those --policy selects (all
+// by default), narrowed to the image a push event names, each validated,
+// and of those the ones some marker uses. None (nil, nil) is said on
+// stderr and ends the run without error.
+func (o *bumpOptions) policiesToScan(e *env, policies []*images.Policy, markers []images.Marker) ([]*images.Policy, error) {
+	selected, err := images.SelectPolicies(policies, o.policies)
+	if err != nil {
+		return nil, err
+	}
+	imgs, source, err := e.pushedImages(o.webhookPayload)
+	if err != nil {
+		return nil, err
+	}
+	if len(imgs) > 0 {
+		selected = images.ForImages(selected, imgs)
+		if len(selected) == 0 {
+			fmt.Fprintf(e.stderr, "ferry: %s names %s; no image policy scans it\n", source, strings.Join(imgs, ", "))
+			return nil, nil
+		}
+	}
+	// Every selected policy is validated, marked or not.
+	var errs []error
+	for _, p := range selected {
+		if _, err := p.Compile(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	used := map[string]bool{}
+	for _, m := range markers {
+		used[m.Policy] = true
+	}
+	var scan []*images.Policy
+	for _, p := range selected {
+		if used[p.Ref()] {
+			scan = append(scan, p)
+		} else {
+			fmt.Fprintf(e.stderr, "ferry: %s: no marker uses it; not scanned\n", p.ID())
+		}
+	}
+	if len(scan) == 0 {
+		fmt.Fprintln(e.stderr, "ferry: no marked image policy to scan")
+	}
+	return scan, nil
 }
 
 // pushedImages returns the image repositories a registry push event
