@@ -125,7 +125,9 @@ type FleetPlan struct {
 // targets it waits for, and reports every failure of every target, each
 // naming its target. It writes nothing: no Lease, no inventory.
 //
-// The dry-runs do not depend on each other, so up to parallel run at once.
+// It reads each cluster once for all its targets (see snapshot) and plans
+// every target from that read; ApplyFleet carries the plans out. The
+// plans do not depend on each other, so up to parallel are made at once.
 func PreflightFleet(ctx context.Context, targets []FleetTarget, parallel int) (*FleetPlan, error) {
 	g, err := newFleetGraph(targets)
 	if err != nil {
