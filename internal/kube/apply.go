@@ -144,26 +144,23 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 	}
 
 	plan, verified, err := c.lockedPlan(ctx, objs, opts)
-	if err != nil {
+	for {
 		if plan != nil {
 			cs.PreviousRevision = plan.inv.Revision
 		}
-		return cs, err
-	}
-	err = c.carryOut(ctx, plan, verified, opts, cs)
-	if !verified && apierrors.IsConflict(err) {
+		if err != nil {
+			return cs, err
+		}
+		err = c.carryOut(ctx, plan, verified, opts, cs)
+		if verified || !apierrors.IsConflict(err) {
+			return cs, err
+		}
 		// The inventory changed since the preflight read it: nothing was
 		// written (its update was the plan's one write), so plan again.
 		cs.Changes = nil
-		if plan, err = c.planApply(ctx, objs, opts); err != nil {
-			if plan != nil {
-				cs.PreviousRevision = plan.inv.Revision
-			}
-			return cs, err
-		}
-		err = c.carryOut(ctx, plan, true, opts, cs)
+		plan, err = c.planApply(ctx, objs, opts)
+		verified = true
 	}
-	return cs, err
 }
 
 // carryOut writes what a plan says: the inventory superset, the objects
@@ -171,7 +168,6 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 // (see lockedPlan) writes only the final inventory, on condition that it
 // is still as planned.
 func (c *Client) carryOut(ctx context.Context, plan *targetPlan, verified bool, opts ApplyOptions, cs *ChangeSet) error {
-	cs.PreviousRevision = plan.inv.Revision
 	inv, st := plan.inv, plan.st
 	desired, prune, kept, toApply, unchanged := st.desired, st.prune, st.kept, st.toApply, st.unchanged
 	cs.Changes = append(cs.Changes, st.leftOut...)
@@ -353,19 +349,10 @@ func (p *targetPlan) inventoryOnly() bool {
 }
 
 // noop reports a plan with nothing to do: the target is at this revision
-// already, every object is unchanged (same configuration, fields ferry
-// owns as it left them), nothing is to be pruned or kept, and the
-// inventory tracks exactly the rendered kinds and namespaces.
+// already, and the plan's one write would be an inventory identical to
+// the one there (see inventoryOnly), with a record for every object.
 func (p *targetPlan) noop(opts ApplyOptions) bool {
-	inv, st := p.inv, p.st
-	if st == nil || !inv.Exists || opts.Revision == "" || inv.Revision != opts.Revision {
-		return false
-	}
-	if len(st.prune) > 0 || len(st.kept) > 0 || len(st.toApply) > 0 || len(inv.Records) != len(st.unchanged) {
-		return false
-	}
-	gks, nss := union(&Inventory{Namespace: inv.Namespace}, st.desired)
-	return sameSet(gks, inv.GroupKinds) && sameSet(nss, inv.Namespaces)
+	return opts.Revision != "" && p.inv.Revision == opts.Revision && p.inventoryOnly() && len(p.inv.Records) == len(p.st.unchanged)
 }
 
 // unchangedSet is the change set of a no-op plan: every object unchanged

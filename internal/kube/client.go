@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
@@ -39,6 +40,7 @@ type Client struct {
 	Host      string
 	config    *rest.Config
 	dynamic   dynamic.Interface
+	metadata  metadata.Interface // lists of members' metadata (protobuf)
 	clientset kubernetes.Interface
 	discovery discovery.CachedDiscoveryInterface
 	mapper    meta.ResettableRESTMapper
@@ -109,11 +111,16 @@ func NewClientFromConfig(cfg *rest.Config, namespace string, qps float32, burst 
 	if err != nil {
 		return nil, err
 	}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	disc := memory.NewMemCacheClient(cs.Discovery())
 	return &Client{
 		Host:      cfg.Host,
 		config:    cfg,
 		dynamic:   dyn,
+		metadata:  md,
 		clientset: cs,
 		discovery: disc,
 		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(disc),

@@ -147,10 +147,6 @@ func (c *Client) readSnapshot(ctx context.Context, targets []snapTarget) *snapsh
 			gks[u.GroupVersionKind().GroupKind()] = true
 		}
 	}
-	md, err := metadata.NewForConfig(c.config)
-	if err != nil {
-		return s
-	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
@@ -164,7 +160,7 @@ func (c *Client) readSnapshot(ctx context.Context, targets []snapTarget) *snapsh
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if byID, ok := listMembersOf(ctx, md, m, ids); ok {
+			if byID, ok := listMembersOf(ctx, c.metadata, m, ids); ok {
 				mu.Lock()
 				s.members[gk] = byID
 				mu.Unlock()
