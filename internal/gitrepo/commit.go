@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -86,12 +85,7 @@ func (r *Committer) Read(file string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd, err := f.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	return io.ReadAll(rd)
+	return blobBytes(r.repo, f.Hash)
 }
 
 // Commit writes files (paths relative to the ferry repository, each of
