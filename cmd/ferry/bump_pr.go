@@ -46,11 +46,9 @@ type openedPR struct {
 // request per branch. Everything that can fail before a push (templates,
 // the repository, the forge, every commit) is done first.
 func runBumpPR(ctx context.Context, e *env, o *bumpOptions, root string, markers []images.Marker, res *images.ScanResult) error {
-	if _, _, err := prTemplates(o); err != nil {
+	tmpl, err := prTemplates(o)
+	if err != nil {
 		return err
-	}
-	if _, err := mail.ParseAddress(o.author); err != nil {
-		return fmt.Errorf("--author %q: want \"Name <email>\": %v", o.author, err)
 	}
 	repo, err := gitrepo.OpenCommitter(root, o.base)
 	if errors.Is(err, gitrepo.ErrDetached) {
@@ -79,7 +77,7 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, root string, markers
 	if err != nil {
 		return fmt.Errorf("--pr: %w", err)
 	}
-	all, err := preparePRs(o, repo, updates)
+	all, err := preparePRs(tmpl, repo, updates)
 	if err != nil {
 		return err
 	}
@@ -102,7 +100,14 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, root string, markers
 	return reportPRs(e, out, res.Warnings())
 }
 
-func prTemplates(o *bumpOptions) (branch, title *template.Template, err error) {
+// prTemplate is how the pull requests are written: the branch and title
+// templates and the commits' author, each checked before anything else.
+type prTemplate struct {
+	branch, title *template.Template
+	author        *mail.Address
+}
+
+func prTemplates(o *bumpOptions) (*prTemplate, error) {
 	bs, ts := o.branch, o.title
 	if bs == "" {
 		bs = defaultBranch
@@ -116,13 +121,18 @@ func prTemplates(o *bumpOptions) (branch, title *template.Template, err error) {
 			ts = defaultGroupedTitle
 		}
 	}
-	if branch, err = template.New("branch").Option("missingkey=error").Parse(bs); err != nil {
-		return nil, nil, fmt.Errorf("--branch %q: %v", bs, err)
+	t := &prTemplate{}
+	var err error
+	if t.branch, err = template.New("branch").Option("missingkey=error").Parse(bs); err != nil {
+		return nil, fmt.Errorf("--branch %q: %v", bs, err)
 	}
-	if title, err = template.New("title").Option("missingkey=error").Parse(ts); err != nil {
-		return nil, nil, fmt.Errorf("--title %q: %v", ts, err)
+	if t.title, err = template.New("title").Option("missingkey=error").Parse(ts); err != nil {
+		return nil, fmt.Errorf("--title %q: %v", ts, err)
 	}
-	return branch, title, nil
+	if t.author, err = mail.ParseAddress(o.author); err != nil {
+		return nil, fmt.Errorf("--author %q: want \"Name <email>\": %v", o.author, err)
+	}
+	return t, nil
 }
 
 func execTemplate(t *template.Template, f prFields) (string, error) {
@@ -152,21 +162,13 @@ type preparedPR struct {
 // preparePRs names each update's branch and title from the templates and
 // commits it; nothing is pushed yet, so a bad template or a commit that
 // fails stops the run before anything leaves the machine.
-func preparePRs(o *bumpOptions, repo *gitrepo.Committer, updates []images.Update) ([]preparedPR, error) {
-	branchT, titleT, err := prTemplates(o)
-	if err != nil {
-		return nil, err
-	}
-	author, err := mail.ParseAddress(o.author)
-	if err != nil {
-		return nil, fmt.Errorf("--author %q: want \"Name <email>\": %v", o.author, err)
-	}
+func preparePRs(tmpl *prTemplate, repo *gitrepo.Committer, updates []images.Update) ([]preparedPR, error) {
 	var all []preparedPR
 	seen := map[string]string{}
 	for _, u := range updates {
 		r := u.Results[0]
 		fields := prFields{Policy: r.Policy.ID(), Namespace: r.Policy.Namespace, Name: r.Policy.Name, Image: r.Policy.Image, Tag: r.Tag, Count: len(u.Results)}
-		branch, err := execTemplate(branchT, fields)
+		branch, err := execTemplate(tmpl.branch, fields)
 		if err != nil {
 			return nil, fmt.Errorf("--branch: %w", err)
 		}
@@ -177,12 +179,12 @@ func preparePRs(o *bumpOptions, repo *gitrepo.Committer, updates []images.Update
 		if err := gitrepo.CheckBranchName(branch); err != nil {
 			return nil, fmt.Errorf("--branch: %w", err)
 		}
-		title, err := execTemplate(titleT, fields)
+		title, err := execTemplate(tmpl.title, fields)
 		if err != nil {
 			return nil, fmt.Errorf("--title: %w", err)
 		}
 		body := u.Body()
-		commit, err := repo.Commit(updateFiles(u), title+"\n\n"+body, author.Name, author.Address)
+		commit, err := repo.Commit(updateFiles(u), title+"\n\n"+body, tmpl.author.Name, tmpl.author.Address)
 		if err != nil {
 			return nil, err
 		}
