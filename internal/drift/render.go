@@ -112,7 +112,7 @@ func revisions(r *Report, code func(string) string) string {
 	case r.NeverApplied:
 		parts = append(parts, "never applied by ferry")
 	case r.AppliedRevision != "":
-		s := "applied " + code(short(r.AppliedRevision))
+		s := "applied " + code(kube.ShortRevision(r.AppliedRevision))
 		if r.AppliedAt != nil {
 			s += " at " + r.AppliedAt.Format("2006-01-02 15:04:05 UTC")
 		}
@@ -121,20 +121,13 @@ func revisions(r *Report, code func(string) string) string {
 		parts = append(parts, "applied revision unknown")
 	}
 	if r.Revision != "" {
-		parts = append(parts, "checked out "+code(short(r.Revision)))
+		parts = append(parts, "checked out "+code(kube.ShortRevision(r.Revision)))
 	}
 	s := strings.Join(parts, ", ")
 	if r.Behind {
 		s += " (behind Git: changes since are not applied yet, not drift)"
 	}
 	return s
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }
 
 // describeField renders a field's values and owners; code quotes a value.

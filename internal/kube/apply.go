@@ -433,14 +433,7 @@ type RevisionError struct {
 
 func (e *RevisionError) Error() string {
 	return fmt.Sprintf("target %q: revision %s is older than %s, which the cluster already has (pass --allow-rollback to apply it anyway)",
-		e.Target, short(e.Applying), short(e.Recorded))
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
+		e.Target, ShortRevision(e.Applying), ShortRevision(e.Recorded))
 }
 
 func checkRevision(recorded string, opts ApplyOptions) error {
@@ -450,7 +443,7 @@ func checkRevision(recorded string, opts ApplyOptions) error {
 	older, err := opts.IsAncestor(opts.Revision, recorded)
 	if err != nil {
 		return fmt.Errorf("target %q: cannot tell whether %s is older than the recorded %s (fetch more history, or pass --allow-rollback): %w",
-			opts.Target, short(opts.Revision), short(recorded), err)
+			opts.Target, ShortRevision(opts.Revision), ShortRevision(recorded), err)
 	}
 	if older {
 		return &RevisionError{Target: opts.Target, Recorded: recorded, Applying: opts.Revision}
