@@ -47,7 +47,7 @@ func main() {
 type tools struct{ ferry, kustomize, kubectl, kubeconfig, work string }
 
 func run(ctx context.Context, rounds int) error {
-	root, err := os.Getwd()
+	root, err := benchkit.ModuleRoot()
 	if err != nil {
 		return err
 	}
