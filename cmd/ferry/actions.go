@@ -1,23 +1,16 @@
 package main
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-ci/ferry/internal/actions"
-	"github.com/ferry-ci/ferry/internal/render"
-	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
 // Inside an Actions step (GITHUB_ACTIONS=true) every flag of the command
@@ -30,14 +23,6 @@ const (
 	// inputCommand names the command when ferry is started with no
 	// arguments (the generic action.yml at the repository root).
 	inputCommand = "command"
-	// inputAgeKey holds age identities (AGE-SECRET-KEY-1... lines); it is
-	// used as SOPS_AGE_KEY.
-	inputAgeKey = "age-key"
-	// inputKubeconfig holds kubeconfig content, for commands that reach a
-	// cluster (those with --kubeconfig-env).
-	inputKubeconfig = "kubeconfig"
-	// inputToken is the forge token (used as FERRY_TOKEN).
-	inputToken = "token"
 	// inputTargets lists targets, as the positional arguments of commands
 	// whose usage names TARGET.
 	inputTargets = "targets"
@@ -46,7 +31,7 @@ const (
 // flagInput returns the input a flag is read from.
 func flagInput(flag string) string {
 	if flag == "kubeconfig" {
-		return "kubeconfig-path"
+		return actions.InputKubeconfigPath
 	}
 	return flag
 }
@@ -134,10 +119,10 @@ func (e *env) startActions(args []string, newRoot func(*env) *cobra.Command) ([]
 		return args, nil
 	}
 	e.gha = actions.New(e.getenv, e.stdout)
-	pending := func() []string { return maskable(e.masker.Values()) }
+	pending := func() []string { return actions.Maskable(e.masker.Values()) }
 	e.stdout = e.gha.Stdout(pending)
 	e.stderr = e.gha.Stderr(e.stderr, pending)
-	if err := e.maskSecretInputs(); err != nil {
+	if err := e.gha.Mask(e.gha.SecretInputs()...); err != nil {
 		return nil, err
 	}
 	args, err := e.inputArgs(args, newRoot)
@@ -145,87 +130,6 @@ func (e *env) startActions(args []string, newRoot func(*env) *cobra.Command) ([]
 		return nil, err
 	}
 	return args, nil
-}
-
-// maskable returns what of the decrypted values to register as masks: the
-// lines ferry's own masker hides (three characters or more), and the base64
-// form of each value, as a rendered Secret's data carries it.
-func maskable(values []string) []string {
-	var out []string
-	for _, v := range values {
-		for _, line := range strings.Split(v, "\n") {
-			if len(strings.TrimSpace(line)) >= 3 {
-				out = append(out, line)
-			}
-		}
-		if len(v) >= 3 {
-			out = append(out, base64.StdEncoding.EncodeToString([]byte(v)))
-		}
-	}
-	return out
-}
-
-// maskSecretInputs registers the secret inputs (and the same secrets given
-// as environment variables) as masks.
-func (e *env) maskSecretInputs() error {
-	var values []string
-	for _, key := range []string{e.rawInput(inputAgeKey), e.getenv("SOPS_AGE_KEY")} {
-		for _, line := range strings.Split(key, "\n") {
-			if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
-				values = append(values, l)
-			}
-		}
-	}
-	values = append(values, e.rawInput(inputToken), e.getenv("FERRY_TOKEN"))
-	if kc := e.rawInput(inputKubeconfig); kc != "" {
-		values = append(values, kubeconfigSecrets(kc)...)
-	}
-	return e.gha.Mask(values...)
-}
-
-// rawInput returns an input as the runner set it, trimmed.
-func (e *env) rawInput(name string) string {
-	v, _ := e.gha.Input(name)
-	return v
-}
-
-// kubeconfigSecretKeys are the kubeconfig fields whose values are secret.
-var kubeconfigSecretKeys = map[string]bool{
-	"token": true, "client-key-data": true, "client-certificate-data": true,
-	"certificate-authority-data": true, "password": true,
-	"id-token": true, "refresh-token": true, "access-token": true, "client-secret": true,
-}
-
-// kubeconfigSecrets returns the secret values of kubeconfig content: those
-// of the fields above anywhere in it. Content that does not parse is
-// masked whole, line by line.
-func kubeconfigSecrets(content string) []string {
-	var doc any
-	if err := yaml.Unmarshal([]byte(content), &doc); err != nil {
-		return []string{content}
-	}
-	var out []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case map[string]any:
-			for k, val := range t {
-				if s, ok := val.(string); ok && kubeconfigSecretKeys[k] {
-					out = append(out, s)
-				}
-				walk(val)
-			}
-		case []any:
-			for _, item := range t {
-				walk(item)
-			}
-		}
-	}
-	walk(doc)
-	if _, ok := doc.(map[string]any); !ok {
-		out = append(out, content)
-	}
-	return out
 }
 
 // commandNames lists the commands a step may run.
@@ -352,39 +256,39 @@ func (e *env) flagInputs(in *stepInputs) error {
 // secretInputs checks the age key, the token and the kubeconfig inputs
 // and hands them to ferry through its environment (never its arguments).
 func (e *env) secretInputs(in *stepInputs) error {
-	if v, ok := e.gha.Input(inputAgeKey); ok {
-		if err := checkAgeKey(v); err != nil {
+	if v, ok := e.gha.Input(actions.InputAgeKey); ok {
+		if err := actions.CheckAgeKey(v); err != nil {
 			return err
 		}
 		e.setenv("SOPS_AGE_KEY", v)
-		in.used = append(in.used, inputAgeKey)
+		in.used = append(in.used, actions.InputAgeKey)
 	}
-	if v, ok := e.gha.Input(inputToken); ok {
+	if v, ok := e.gha.Input(actions.InputToken); ok {
 		e.setenv("FERRY_TOKEN", v)
-		in.used = append(in.used, inputToken)
+		in.used = append(in.used, actions.InputToken)
 	}
-	if v, ok := e.gha.Input(flagInput("kubeconfig")); ok && in.flags["kubeconfig-path"] != nil && !in.flags["kubeconfig-path"].Changed {
-		if looksLikeKubeconfig(v) {
-			return errors.New("input kubeconfig-path holds kubeconfig content, not a file path: pass the content as input kubeconfig instead (the value is not shown)")
+	if v, ok := e.gha.Input(actions.InputKubeconfigPath); ok && in.flags[actions.InputKubeconfigPath] != nil && !in.flags[actions.InputKubeconfigPath].Changed {
+		if err := actions.CheckKubeconfigPath(v); err != nil {
+			return err
 		}
 	}
-	v, ok := e.gha.Input(inputKubeconfig)
+	v, ok := e.gha.Input(actions.InputKubeconfig)
 	if !ok {
 		return nil
 	}
 	if !reachesCluster(in.cmd) {
-		return fmt.Errorf("input %s: ferry %s does not connect to a cluster", inputKubeconfig, in.cmd.Name())
+		return fmt.Errorf("input %s: ferry %s does not connect to a cluster", actions.InputKubeconfig, in.cmd.Name())
 	}
-	if err := checkKubeconfig(v); err != nil {
+	if err := actions.CheckKubeconfig(v); err != nil {
 		return err
 	}
 	if f := in.flags["kubeconfig-path"]; f != nil && (f.Changed || contains(in.used, "kubeconfig-path")) {
-		return fmt.Errorf("inputs %s (content) and kubeconfig-path (a file) are both set: use one", inputKubeconfig)
+		return fmt.Errorf("inputs %s (content) and kubeconfig-path (a file) are both set: use one", actions.InputKubeconfig)
 	}
 	if f := in.flags["kubeconfig-env"]; !f.Changed && !contains(in.used, "kubeconfig-env") {
-		in.injected = append(in.injected, "--kubeconfig-env="+actions.InputVar(inputKubeconfig))
+		in.injected = append(in.injected, "--kubeconfig-env="+actions.InputVar(actions.InputKubeconfig))
 	}
-	in.used = append(in.used, inputKubeconfig)
+	in.used = append(in.used, actions.InputKubeconfig)
 	return nil
 }
 
@@ -457,116 +361,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// checkAgeKey says what is wrong with an age-key input without showing any
-// of it.
-func checkAgeKey(v string) error {
-	const notShown = " (the value is not shown)"
-	if strings.HasPrefix(strings.TrimSpace(v), "age1") {
-		return errors.New("input age-key holds an age recipient (a public key, age1...), not an identity: pass the AGE-SECRET-KEY-1... line of the key file" + notShown)
-	}
-	if looksLikePath(v) && !strings.HasPrefix(v, "AGE-SECRET-KEY-") {
-		return errors.New("input age-key is not an age identity: it looks like a file path; pass the key itself (the AGE-SECRET-KEY-1... line), e.g. from a secret" + notShown)
-	}
-	if _, err := secrets.ParseIdentities(v); err != nil {
-		// ParseIdentities never quotes key material.
-		return fmt.Errorf("input age-key is not an age identity: want one or more AGE-SECRET-KEY-1... lines: %w%s", err, notShown)
-	}
-	return nil
-}
-
-// looksLikePath reports whether an input that should hold content holds
-// one line that reads as a file path.
-func looksLikePath(v string) bool {
-	v = strings.TrimSpace(v)
-	if v == "" || strings.ContainsAny(v, "\n{") || strings.Contains(v, ": ") {
-		return false
-	}
-	if strings.HasPrefix(v, "/") || strings.HasPrefix(v, "./") || strings.HasPrefix(v, "~") || strings.HasPrefix(v, "../") {
-		return true
-	}
-	if _, err := os.Stat(v); err == nil {
-		return true
-	}
-	ext := strings.ToLower(filepath.Ext(v))
-	return ext == ".yaml" || ext == ".yml" || ext == ".conf" || ext == ".kubeconfig" || ext == ".txt" || ext == ".key" || strings.HasSuffix(v, "/config")
-}
-
-// looksLikeKubeconfig reports whether an input that should hold a path
-// holds kubeconfig content.
-func looksLikeKubeconfig(v string) bool {
-	return strings.Contains(v, "\n") || strings.HasPrefix(strings.TrimSpace(v), "{") ||
-		strings.Contains(v, "apiVersion:") || strings.Contains(v, "clusters:")
-}
-
-// checkKubeconfig says what is wrong with a kubeconfig input without
-// showing it.
-func checkKubeconfig(v string) error {
-	const notShown = " (the value is not shown)"
-	if looksLikePath(v) {
-		return errors.New("input kubeconfig holds a file path, not kubeconfig content: pass the content (e.g. from a secret), or the path as input kubeconfig-path" + notShown)
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal([]byte(v), &doc); err != nil || doc == nil {
-		if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v)); err == nil && strings.Contains(string(b), "clusters") {
-			return errors.New("input kubeconfig is base64-encoded: pass the decoded content" + notShown)
-		}
-		return errors.New("input kubeconfig is not kubeconfig content: it is not a YAML mapping" + notShown)
-	}
-	if _, ok := doc["clusters"]; !ok {
-		return errors.New("input kubeconfig is not kubeconfig content: it has no clusters" + notShown)
-	}
-	return nil
-}
-
-// fileRef finds the file (and line) an error message is about:
-// "apps/stage/secret.yaml:12: ...", "ferry.yaml: line 3: ...".
-var fileRef = regexp.MustCompile(`(?:^|[\s"'(])((?:[\w.@+-]+/)*[\w.@+-]+\.(?:ya?ml|json|env))(?::(\d+)|: line (\d+))?`)
-
-// annotation places an error on the file it is about, relative to the
-// workspace.
-func (e *env) annotation(err error, command string) actions.Annotation {
-	a := actions.Annotation{Title: "ferry " + command}
-	var de *secrets.DecryptError
-	var re *render.RemoteError
-	switch {
-	case errors.As(err, &de):
-		a.File = de.Path
-	case errors.As(err, &re):
-		a.File = re.File
-	default:
-		m := fileRef.FindStringSubmatch(err.Error())
-		if m == nil {
-			return a
-		}
-		a.File = m[1]
-		for _, n := range m[2:] {
-			if l, err := strconv.Atoi(n); err == nil {
-				a.Line = l
-			}
-		}
-	}
-	if filepath.IsAbs(a.File) {
-		if ws := e.getenv("GITHUB_WORKSPACE"); ws != "" {
-			if rel, err := filepath.Rel(ws, a.File); err == nil && !strings.HasPrefix(rel, "..") {
-				a.File = filepath.ToSlash(rel)
-			}
-		}
-		return a
-	}
-	repo := e.actionRepo
-	if filepath.IsAbs(repo) {
-		if ws := e.getenv("GITHUB_WORKSPACE"); ws != "" {
-			if rel, err := filepath.Rel(ws, repo); err == nil && !strings.HasPrefix(rel, "..") {
-				repo = rel
-			}
-		}
-	}
-	if repo != "" && repo != "." && !filepath.IsAbs(repo) {
-		a.File = filepath.ToSlash(filepath.Join(repo, a.File))
-	}
-	return a
-}
-
 // finishActions reports a failed run to the runner: an error annotation on
 // the file the error is about.
 func (e *env) finishActions(err error, args []string) {
@@ -578,5 +372,5 @@ func (e *env) finishActions(err error, args []string) {
 	if len(args) > 0 {
 		command = args[0]
 	}
-	_ = e.gha.Error(e.masker.Mask(strings.TrimSpace(err.Error())), e.annotation(err, command))
+	_ = e.gha.Error(e.masker.Mask(strings.TrimSpace(err.Error())), e.gha.ErrorAnnotation(err, "ferry "+command, e.actionRepo))
 }

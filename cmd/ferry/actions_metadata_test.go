@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/goldenfile"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -53,17 +54,17 @@ var stepOutputs = map[string][][2]string{
 // extraInputUsers lists which commands' steps declare the inputs that are
 // not flags (targets and kubeconfig follow from the command itself).
 var extraInputUsers = map[string]map[string]bool{
-	inputAgeKey: {"render": true, "apply": true, "diff": true, "plan": true, "drift": true},
-	inputToken:  {"diff": true, "plan": true, "drift": true, "bump": true},
+	actions.InputAgeKey: {"render": true, "apply": true, "diff": true, "plan": true, "drift": true},
+	actions.InputToken:  {"diff": true, "plan": true, "drift": true, "bump": true},
 }
 
 var extraInputDocs = map[string]string{
-	inputAgeKey: "Age identities (one or more AGE-SECRET-KEY-1... lines) that decrypt the repository's SOPS files, " +
+	actions.InputAgeKey: "Age identities (one or more AGE-SECRET-KEY-1... lines) that decrypt the repository's SOPS files, " +
 		"from a secret. Registered as masks before anything is printed; used as SOPS_AGE_KEY. " +
 		"Leave it empty where no secret is available (a fork's pull request): diff and plan then compare encrypted files by their SOPS metadata.",
-	inputKubeconfig: "Kubeconfig content (not a path), from a secret. Its tokens, keys and certificates are masked " +
+	actions.InputKubeconfig: "Kubeconfig content (not a path), from a secret. Its tokens, keys and certificates are masked " +
 		"before anything is printed. For a file in the workspace use kubeconfig-path; targets whose ferry.yaml entry names a kubeconfig use that.",
-	inputToken: "Token for the forge API (pull-request comments, issues, pull requests) and for fetching missing commits; " +
+	actions.InputToken: "Token for the forge API (pull-request comments, issues, pull requests) and for fetching missing commits; " +
 		"the job's token by default. See docs/security.md for the permissions each step needs.",
 	inputTargets: "Targets to work on (comma- or newline-separated names, <cluster>/<name> where a name is ambiguous); all targets when empty.",
 }
@@ -83,12 +84,12 @@ func expectedInputs(cmd *cobra.Command) []stepInput {
 	}
 	extra := func(name string) {
 		in := stepInput{name: name, description: extraInputDocs[name]}
-		if name == inputToken {
+		if name == actions.InputToken {
 			in.def = "${{ github.token }}"
 		}
 		out = append(out, in)
 	}
-	for _, name := range []string{inputAgeKey, inputToken} {
+	for _, name := range []string{actions.InputAgeKey, actions.InputToken} {
 		if extraInputUsers[name][cmd.Name()] && inputFlags(cmd)[name] == nil {
 			extra(name)
 		}
@@ -97,7 +98,7 @@ func expectedInputs(cmd *cobra.Command) []stepInput {
 		extra(inputTargets)
 	}
 	if reachesCluster(cmd) {
-		extra(inputKubeconfig)
+		extra(actions.InputKubeconfig)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out

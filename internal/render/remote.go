@@ -142,6 +142,9 @@ type RemoteError struct {
 	Ref  string
 }
 
+// FilePath is the file the error is about, relative to the repository.
+func (e *RemoteError) FilePath() string { return e.File }
+
 func (e *RemoteError) Error() string {
 	return fmt.Sprintf("%s: remote location %q is not allowed (remote bases are off; pass --allow-remote-bases to fetch it)", e.File, e.Ref)
 }

@@ -32,6 +32,9 @@ type DecryptError struct {
 	Err    error
 }
 
+// FilePath is the file the error is about, relative to the repository.
+func (e *DecryptError) FilePath() string { return e.Path }
+
 func (e *DecryptError) Error() string {
 	return fmt.Sprintf("%s: decrypting: %s", e.Path, e.Reason)
 }
