@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/confine"
 	"github.com/ferry-ci/ferry/internal/diff"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/render"
@@ -139,7 +140,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	blocks := diff.Markdown(report)
 	markdown := e.masker.Mask(strings.Join(blocks, "\n"))
 	if o.reportFile != "" {
-		if err := writeFile(o.reportFile, []byte(markdown), 0o644); err != nil {
+		if err := confine.WriteNamed(o.reportFile, []byte(markdown), 0o644); err != nil {
 			return fmt.Errorf("--report-file: %w", err)
 		}
 	}

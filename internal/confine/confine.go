@@ -1,7 +1,8 @@
 // Package confine writes files below one folder and nowhere else: a path
 // that would leave the folder, or that runs through a symlink (one a
 // repository committed, say), is refused, so neither names nor links from
-// a repository can steer where ferry writes.
+// a repository can steer where ferry writes. A path the user names is
+// trusted up to the working directory (OpenNamed, WriteNamed).
 package confine
 
 import (

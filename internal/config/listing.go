@@ -1,0 +1,102 @@
+package config
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"unicode"
+)
+
+// Listing is every target of a repository with its state, and what
+// discovery skipped: what `ferry render --list` shows.
+type Listing struct {
+	Targets  []ListedTarget `json:"targets"`
+	Skipped  []Skipped      `json:"skipped,omitempty"`
+	Clusters []Cluster      `json:"clusters,omitempty"`
+}
+
+// ListedTarget is a target and its state: "ok", or "error" and the reason
+// (a dependsOn that names no target, a cycle, a render that fails).
+type ListedTarget struct {
+	Name            string   `json:"name"`
+	Cluster         string   `json:"cluster,omitempty"`
+	Path            string   `json:"path"`
+	Prune           bool     `json:"prune"`
+	TargetNamespace string   `json:"targetNamespace,omitempty"`
+	DependsOn       []string `json:"dependsOn,omitempty"`
+	Origin          string   `json:"origin"`
+	State           string   `json:"state"`
+	Error           string   `json:"error,omitempty"`
+}
+
+// List renders every target (with encrypted Secrets as the Repo's options
+// say) to learn its state. A failed target is listed with its reason, so
+// only a stopped context fails the listing.
+func (r *Repo) List(ctx context.Context) (*Listing, error) {
+	l := &Listing{Targets: []ListedTarget{}, Skipped: r.Skipped, Clusters: r.Clusters}
+	for _, t := range r.Targets {
+		lt := ListedTarget{Name: t.Name, Cluster: t.Cluster, Path: t.Path, Prune: t.Prune, TargetNamespace: t.TargetNamespace, DependsOn: t.DependsOn, Origin: t.Origin, State: "ok"}
+		if err := r.State(ctx, t); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			lt.State, lt.Error = "error", strings.TrimSpace(err.Error())
+		}
+		l.Targets = append(l.Targets, lt)
+	}
+	return l, nil
+}
+
+// JSON writes the listing as indented JSON.
+func (l *Listing) JSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(l)
+}
+
+// Text writes the listing as a table, then a line per failed target and
+// per skipped Kustomization.
+func (l *Listing) Text(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGET\tCLUSTER\tPATH\tPRUNE\tDEPENDS ON\tSTATE\tFROM")
+	for _, t := range l.Targets {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%s\n", cell(t.Name), cell(dash(t.Cluster)), cell(t.Path), t.Prune, cell(dash(strings.Join(t.DependsOn, ","))), t.State, cell(t.Origin))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, t := range l.Targets {
+		if t.Error != "" {
+			fmt.Fprintf(w, "error %s: %s\n", cell(t.Name), cell(t.Error))
+		}
+	}
+	for _, s := range l.Skipped {
+		name := s.Name
+		if s.Cluster != "" {
+			name = s.Cluster + "/" + s.Name
+		}
+		fmt.Fprintf(w, "skipped %s (%s): %s\n", cell(name), cell(s.Origin), cell(s.Reason))
+	}
+	return nil
+}
+
+// cell is s as one cell of the table: quoted, escapes and all, when it
+// holds a tab, a line break or another character that is not printed as
+// itself (a path from the repository may), so it cannot forge a row.
+func cell(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
