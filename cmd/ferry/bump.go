@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/bump"
 	"github.com/ferry-ci/ferry/internal/images"
 )
 
@@ -126,10 +124,10 @@ func newBumpCmd(e *env) *cobra.Command {
 	f.StringVar(&o.base, "base", "", "with --pr: the pull requests' base `BRANCH` (default: the checked-out branch)")
 	f.StringVar(&o.remote, "remote", "origin", "with --pr: the Git remote (`NAME` or URL) the branches are pushed to")
 	f.StringVar(&o.forge, "forge", "", "with --pr: github or gitea (default: detected from the Actions environment)")
-	f.StringVar(&o.branch, "branch", "", "with --pr: branch name `TEMPLATE` (Go template: .Policy .Namespace .Name .Image .Tag .Count; default "+defaultBranch+", grouped "+defaultGroupedBranch+")")
-	f.StringVar(&o.title, "title", "", "with --pr: pull request title `TEMPLATE` (default \""+defaultTitle+"\", grouped \""+defaultGroupedTitle+"\")")
+	f.StringVar(&o.branch, "branch", "", "with --pr: branch name `TEMPLATE` (Go template: .Policy .Namespace .Name .Image .Tag .Count; default "+bump.DefaultBranch+", grouped "+bump.DefaultGroupedBranch+")")
+	f.StringVar(&o.title, "title", "", "with --pr: pull request title `TEMPLATE` (default \""+bump.DefaultTitle+"\", grouped \""+bump.DefaultGroupedTitle+"\")")
 	f.BoolVar(&o.group, "group", false, "with --pr: one pull request for every policy instead of one per policy")
-	f.StringVar(&o.author, "author", defaultAuthor, "with --pr: the commits' `AUTHOR`, as \"Name <email>\"")
+	f.StringVar(&o.author, "author", bump.DefaultAuthor, "with --pr: the commits' `AUTHOR`, as \"Name <email>\"")
 	return cmd
 }
 
@@ -137,43 +135,32 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	if o.dryRun && o.pr {
 		return errors.New("--dry-run and --pr exclude each other")
 	}
-	ctx := cmd.Context()
-	root, err := filepath.Abs(o.repo)
-	if err != nil {
+	opts := bump.Options{Root: o.repo, Policies: o.policies, Scan: images.DefaultScanOptions(), Getenv: e.getenv}
+	opts.Scan.InsecureRegistries = o.insecure
+	opts.Scan.MaxTags, opts.Scan.Timeout, opts.Scan.Concurrency = o.maxTags, o.timeout, o.concurrency
+	var err error
+	if opts.Pushed, opts.PushedBy, err = e.pushedImages(o.webhookPayload); err != nil {
 		return err
 	}
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		return fmt.Errorf("repository %s: not a directory", o.repo)
+	scan, err := bump.Run(cmd.Context(), opts)
+	if scan != nil && e.gha != nil {
+		if err := e.gha.Mask(scan.Passwords...); err != nil {
+			return err
+		}
 	}
-	policies, err := config.ImagePolicies(root)
-	if err != nil {
+	if scan != nil {
+		for _, n := range scan.Notes {
+			fmt.Fprintln(e.stderr, "ferry: "+n)
+		}
+	}
+	if err != nil || scan.Result == nil {
 		return err
 	}
-	markers, err := images.FindMarkers(root)
-	if err != nil {
-		return err
-	}
-	if err := images.UnknownPolicies(markers, policies); err != nil {
-		return err
-	}
-	scan, err := o.policiesToScan(e, policies, markers)
-	if err != nil || len(scan) == 0 {
-		return err
-	}
-	opts := images.DefaultScanOptions()
-	opts.InsecureRegistries = o.insecure
-	opts.MaxTags, opts.Timeout, opts.Concurrency = o.maxTags, o.timeout, o.concurrency
-	if opts.Credentials, err = e.registryCredentials(scan); err != nil {
-		return err
-	}
-	res, err := images.Scan(ctx, scan, opts)
-	if err != nil {
-		return err
-	}
+	res := scan.Result
 	if o.pr {
-		return runBumpPR(ctx, e, o, root, markers, res)
+		return runBumpPR(cmd.Context(), e, o, scan)
 	}
-	cs, err := images.Rewrite(root, markers, res.ByRef())
+	cs, err := images.Rewrite(scan.Root, scan.Markers, res.ByRef())
 	if err != nil {
 		return err
 	}
@@ -191,54 +178,6 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	}
 	images.WriteReport(e.stdout, res, cs, "changed")
 	return nil
-}
-
-// policiesToScan are the policies a run scans: those --policy selects (all
-// by default), narrowed to the image a push event names, each validated,
-// and of those the ones some marker uses. None (nil, nil) is said on
-// stderr and ends the run without error.
-func (o *bumpOptions) policiesToScan(e *env, policies []*images.Policy, markers []images.Marker) ([]*images.Policy, error) {
-	selected, err := images.SelectPolicies(policies, o.policies)
-	if err != nil {
-		return nil, err
-	}
-	imgs, source, err := e.pushedImages(o.webhookPayload)
-	if err != nil {
-		return nil, err
-	}
-	if len(imgs) > 0 {
-		selected = images.ForImages(selected, imgs)
-		if len(selected) == 0 {
-			fmt.Fprintf(e.stderr, "ferry: %s names %s; no image policy scans it\n", source, strings.Join(imgs, ", "))
-			return nil, nil
-		}
-	}
-	// Every selected policy is validated, marked or not.
-	var errs []error
-	for _, p := range selected {
-		if _, err := p.Compile(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	used := map[string]bool{}
-	for _, m := range markers {
-		used[m.Policy] = true
-	}
-	var scan []*images.Policy
-	for _, p := range selected {
-		if used[p.Ref()] {
-			scan = append(scan, p)
-		} else {
-			fmt.Fprintf(e.stderr, "ferry: %s: no marker uses it; not scanned\n", p.ID())
-		}
-	}
-	if len(scan) == 0 {
-		fmt.Fprintln(e.stderr, "ferry: no marked image policy to scan")
-	}
-	return scan, nil
 }
 
 // pushedImages returns the image repositories a registry push event
@@ -274,20 +213,4 @@ func (e *env) pushedImages(file string) ([]string, string, error) {
 		return nil, "", fmt.Errorf("the %s event (GITHUB_EVENT_PATH): %w", ev.Name, err)
 	}
 	return imgs, "the " + ev.Name + " event", nil
-}
-
-// registryCredentials reads the credentials of the policies' registries
-// and secretRefs (see images.CredentialsFromEnv), and masks the passwords
-// in the step's log.
-func (e *env) registryCredentials(ps []*images.Policy) (images.Credentials, error) {
-	c, passwords, err := images.CredentialsFromEnv(e.getenv, ps)
-	if err != nil {
-		return c, err
-	}
-	if e.gha != nil {
-		if err := e.gha.Mask(passwords...); err != nil {
-			return c, err
-		}
-	}
-	return c, nil
 }

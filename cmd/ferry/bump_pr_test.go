@@ -492,3 +492,11 @@ func TestBumpPRGrouped(t *testing.T) {
 		})
 	}
 }
+
+// openedPR is one entry of the pull-requests output, as a workflow reads it.
+type openedPR struct {
+	Policy string `json:"policy"`
+	Number int    `json:"number"`
+	URL    string `json:"url"`
+	Action string `json:"action"`
+}
