@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -121,17 +120,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	}
 	dopts := diff.Options{Repo: o.repo.dir, Base: o.base, Head: o.head, Render: ropts, Targets: args, FetchToken: e.token(), Mask: e.masker}
 	if o.live {
-		dopts.Live = func(ctx context.Context, t *config.Target, objs []*unstructured.Unstructured) ([]diff.Object, error) {
-			client, err := o.cluster.client(e, t)
-			if err != nil {
-				return nil, err
-			}
-			cmp, err := client.Compare(ctx, objs, kube.CompareOptions{Target: t.Name, InventoryNamespace: o.inventoryNS, DryRunAll: true, LeaveOut: config.ActsOn})
-			if err != nil {
-				return nil, err
-			}
-			return diff.Live(cmp, t.Prune, e.masker), nil
-		}
+		dopts.Live = o.liveCompare(e)
 	}
 	report, err := diff.Revisions(ctx, dopts)
 	if err != nil {
@@ -155,22 +144,29 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	if commentErr != nil {
 		return commentErr
 	}
-	if report.Failed() {
-		var names []string
-		for _, t := range report.Targets {
-			if t.Error != "" {
-				names = append(names, fmt.Sprintf("%s (render failed at %s)", t.Name, t.Side))
-			}
-			if t.LiveError != "" {
-				names = append(names, fmt.Sprintf("%s (live comparison failed)", t.Name))
-			}
-		}
-		return fmt.Errorf("targets failed: %s", strings.Join(names, ", "))
+	if err := report.Err(); err != nil {
+		return err
 	}
 	if o.exitCode && report.Changed() {
 		return &exitCodeError{code: exitDifferences}
 	}
 	return nil
+}
+
+// liveCompare compares a target's head render with its cluster: a
+// server-side dry-run, nothing written.
+func (o *diffOptions) liveCompare(e *env) func(context.Context, *config.Target, []*unstructured.Unstructured) ([]diff.Object, error) {
+	return func(ctx context.Context, t *config.Target, objs []*unstructured.Unstructured) ([]diff.Object, error) {
+		client, err := o.cluster.client(e, t)
+		if err != nil {
+			return nil, err
+		}
+		cmp, err := client.Compare(ctx, objs, kube.CompareOptions{Target: t.Name, InventoryNamespace: o.inventoryNS, DryRunAll: true, LeaveOut: config.ActsOn})
+		if err != nil {
+			return nil, err
+		}
+		return diff.Live(cmp, t.Prune, e.masker), nil
+	}
 }
 
 func printDiff(e *env, o *diffOptions, r *diff.Report, markdown string) error {
@@ -212,56 +208,4 @@ func (e *env) token() string {
 		}
 	}
 	return ""
-}
-
-// plannedTarget is one entry of `ferry plan`'s JSON, ready for a matrix.
-type plannedTarget struct {
-	Name    string `json:"target"`
-	Cluster string `json:"cluster,omitempty"`
-	Why     string `json:"why"`
-}
-
-// marshalPlan is plan's output: a matrix of the affected targets, usable
-// as is by `strategy.matrix: ${{ fromJSON(...) }}`.
-func marshalPlan(p *diff.Plan) ([]byte, error) {
-	out := struct {
-		Include  []plannedTarget  `json:"include"`
-		Clusters []plannedCluster `json:"clusters"`
-	}{Include: []plannedTarget{}, Clusters: clusterPlan(p)}
-	for _, a := range p.Affected {
-		out.Include = append(out.Include, plannedTarget{a.Name, a.Cluster, a.Why})
-	}
-	return json.Marshal(out)
-}
-
-// plannedCluster is one entry of plan's per-cluster matrix: a cluster and
-// its affected targets in dependency order, comma-separated as the apply
-// step's targets input takes them, so one job applies a cluster's targets
-// in one run.
-type plannedCluster struct {
-	Cluster string `json:"cluster"`
-	Targets string `json:"targets"`
-}
-
-// clusterPlan groups the affected targets that still exist at head by
-// cluster, clusters in the order their first target comes.
-func clusterPlan(p *diff.Plan) []plannedCluster {
-	out := []plannedCluster{}
-	at := map[string]int{}
-	for _, a := range p.Affected {
-		if a.Removed() {
-			continue // nothing of it to apply
-		}
-		i, ok := at[a.Cluster]
-		if !ok {
-			i = len(out)
-			at[a.Cluster] = i
-			out = append(out, plannedCluster{Cluster: a.Cluster})
-		}
-		if out[i].Targets != "" {
-			out[i].Targets += ","
-		}
-		out[i].Targets += a.Name
-	}
-	return out
 }

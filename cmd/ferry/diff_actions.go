@@ -41,11 +41,7 @@ func fillFromEvent(e *env, base, head *string, pr *int) error {
 func reportDiffToActions(e *env, r *diff.Report, markdown, reportFile string) {
 	e.summary(markdown)
 	e.output("changed", strconv.FormatBool(r.Changed()))
-	names := []string{}
-	for _, t := range r.Targets {
-		names = append(names, t.Name)
-	}
-	b, _ := json.Marshal(names)
+	b, _ := json.Marshal(r.TargetNames())
 	e.output("targets", string(b))
 	if reportFile != "" {
 		e.output("report-path", reportFile)

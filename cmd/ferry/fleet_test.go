@@ -221,3 +221,10 @@ func TestPlanPerCluster(t *testing.T) {
 		t.Errorf("step output clusters = %q (%v), want the include of %v", outs["clusters"], err, want)
 	}
 }
+
+// plannedCluster is one entry of plan's per-cluster matrix, as a workflow
+// reads it.
+type plannedCluster struct {
+	Cluster string `json:"cluster"`
+	Targets string `json:"targets"`
+}

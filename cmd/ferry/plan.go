@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -62,25 +61,11 @@ func newPlanCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, err := marshalPlan(p)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(e.stdout, string(b))
-			names := []string{}
-			for _, a := range p.Affected {
-				names = append(names, a.Name)
-			}
-			nb, _ := json.Marshal(names)
-			cb, err := json.Marshal(struct {
-				Include []plannedCluster `json:"include"`
-			}{clusterPlan(p)})
-			if err != nil {
-				return err
-			}
-			e.output("matrix", string(b))
-			e.output("targets", string(nb))
-			e.output("clusters", string(cb))
+			m := p.Matrix()
+			fmt.Fprintln(e.stdout, m.JSON())
+			e.output("matrix", m.JSON())
+			e.output("targets", m.TargetsJSON())
+			e.output("clusters", m.ClustersJSON())
 			return nil
 		},
 	}
