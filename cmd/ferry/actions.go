@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,35 +12,17 @@ import (
 	"github.com/ferry-ci/ferry/internal/actions"
 )
 
-// Inside an Actions step (GITHUB_ACTIONS=true) every flag of the command
-// that the command line leaves unset is read from the step input of the
-// same name (INPUT_<NAME>: flag --fail-on-drift from input fail-on-drift),
-// except --kubeconfig, a path, whose input is kubeconfig-path. Bool inputs
-// are "true" or "false"; list flags take comma- or newline-separated items.
-// These inputs are not flags:
-const (
-	// inputCommand names the command when ferry is started with no
-	// arguments (the generic action.yml at the repository root).
-	inputCommand = "command"
-	// inputTargets lists targets, as the positional arguments of commands
-	// whose usage names TARGET.
-	inputTargets = "targets"
-)
-
-// flagInput returns the input a flag is read from.
-func flagInput(flag string) string {
-	if flag == "kubeconfig" {
-		return actions.InputKubeconfigPath
-	}
-	return flag
-}
+// inputCommand names the command when ferry is started with no arguments
+// (the generic action.yml at the repository root). The other inputs are
+// the command's flags and those of actions.CommandLine.
+const inputCommand = "command"
 
 // inputFlags lists, by input name, the flags of cmd that inputs reach.
 func inputFlags(cmd *cobra.Command) map[string]*pflag.Flag {
 	out := map[string]*pflag.Flag{}
 	visit := func(f *pflag.Flag) {
 		if f.Name != "help" {
-			out[flagInput(f.Name)] = f
+			out[actions.FlagInput(f.Name)] = f
 		}
 	}
 	cmd.LocalFlags().VisitAll(visit)
@@ -56,14 +37,6 @@ func takesTargets(cmd *cobra.Command) bool { return strings.Contains(cmd.Use, "T
 // reachesCluster reports whether cmd talks to a cluster, so the kubeconfig
 // input means something to it: it has --kubeconfig-env.
 func reachesCluster(cmd *cobra.Command) bool { return cmd.Flags().Lookup("kubeconfig-env") != nil }
-
-// isList reports whether a flag takes several values.
-func isList(f *pflag.Flag) bool {
-	_, ok := f.Value.(pflag.SliceValue)
-	return ok
-}
-
-func isBool(f *pflag.Flag) bool { return f.Value.Type() == "bool" }
 
 // inActions reports whether ferry runs as an Actions step.
 func (e *env) inActions() bool { return e.gha != nil }
@@ -163,15 +136,19 @@ func (e *env) inputArgs(args []string, newRoot func(*env) *cobra.Command) ([]str
 	if err := cmd.ParseFlags(rest); err != nil {
 		return args, nil // cobra reports it
 	}
-	in := &stepInputs{cmd: cmd, flags: inputFlags(cmd)}
-	for _, phase := range []func(*stepInputs) error{e.flagInputs, e.secretInputs, e.targetInputs} {
-		if err := phase(in); err != nil {
-			return nil, err
-		}
+	in, err := e.gha.CommandLine(actions.Command{
+		Name: cmd.Name(), Flags: cmd.Flags(), Required: requiredFlags(cmd), Args: cmd.Flags().Args(),
+		TakesTargets: takesTargets(cmd), ReachesCluster: reachesCluster(cmd),
+	})
+	if err != nil {
+		return nil, err
 	}
-	if len(in.used) > 0 {
+	for k, v := range in.Env {
+		e.setenv(k, v)
+	}
+	if len(in.Used) > 0 {
 		end := e.group("ferry " + cmd.Name() + ": inputs")
-		fmt.Fprintf(e.stdout, "from step inputs: %s\n", strings.Join(in.used, ", "))
+		fmt.Fprintf(e.stdout, "from step inputs: %s\n", strings.Join(in.Used, ", "))
 		end()
 	}
 	e.actionRepo = "."
@@ -183,23 +160,14 @@ func (e *env) inputArgs(args []string, newRoot func(*env) *cobra.Command) ([]str
 	}
 
 	path := strings.Fields(cmd.CommandPath())[1:]
-	out := append(append(path, in.injected...), rest...)
-	if len(in.targets) > 0 {
+	out := append(append(path, in.Flags...), rest...)
+	if len(in.Targets) > 0 {
 		if !contains(rest, "--") {
 			out = append(out, "--")
 		}
-		out = append(out, in.targets...)
+		out = append(out, in.Targets...)
 	}
 	return out, nil
-}
-
-// stepInputs is what a step's inputs add to the command line.
-type stepInputs struct {
-	cmd      *cobra.Command
-	flags    map[string]*pflag.Flag // by input name
-	injected []string               // flags the inputs set
-	used     []string               // the inputs used
-	targets  []string
 }
 
 // commandInput is the command line to probe: args as given, else the
@@ -216,129 +184,6 @@ func (e *env) commandInput(probe *cobra.Command, args []string) ([]string, error
 		return nil, fmt.Errorf("input %s: unknown command %q (want one of %s)", inputCommand, name, strings.Join(commandNames(probe), ", "))
 	}
 	return []string{name}, nil
-}
-
-// flagInputs turns the inputs named after the command's flags into those
-// flags (the command line wins), and checks the required ones are set.
-func (e *env) flagInputs(in *stepInputs) error {
-	names := make([]string, 0, len(in.flags))
-	for name := range in.flags {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		f := in.flags[name]
-		if f.Changed {
-			continue
-		}
-		v, ok := e.gha.Input(name)
-		if !ok {
-			continue
-		}
-		vals, err := inputValues(name, f, v)
-		if err != nil {
-			return err
-		}
-		for _, val := range vals {
-			in.injected = append(in.injected, "--"+f.Name+"="+val)
-		}
-		in.used = append(in.used, name)
-	}
-	for _, name := range names {
-		f := in.flags[name]
-		if req, ok := f.Annotations[cobra.BashCompOneRequiredFlag]; ok && len(req) > 0 && req[0] == "true" && !f.Changed && !contains(in.used, name) {
-			return fmt.Errorf("required input %s is not set (ferry %s needs --%s)", name, in.cmd.Name(), f.Name)
-		}
-	}
-	return nil
-}
-
-// secretInputs checks the age key, the token and the kubeconfig inputs
-// and hands them to ferry through its environment (never its arguments).
-func (e *env) secretInputs(in *stepInputs) error {
-	if v, ok := e.gha.Input(actions.InputAgeKey); ok {
-		if err := actions.CheckAgeKey(v); err != nil {
-			return err
-		}
-		e.setenv("SOPS_AGE_KEY", v)
-		in.used = append(in.used, actions.InputAgeKey)
-	}
-	if v, ok := e.gha.Input(actions.InputToken); ok {
-		e.setenv("FERRY_TOKEN", v)
-		in.used = append(in.used, actions.InputToken)
-	}
-	if v, ok := e.gha.Input(actions.InputKubeconfigPath); ok && in.flags[actions.InputKubeconfigPath] != nil && !in.flags[actions.InputKubeconfigPath].Changed {
-		if err := actions.CheckKubeconfigPath(v); err != nil {
-			return err
-		}
-	}
-	v, ok := e.gha.Input(actions.InputKubeconfig)
-	if !ok {
-		return nil
-	}
-	if !reachesCluster(in.cmd) {
-		return fmt.Errorf("input %s: ferry %s does not connect to a cluster", actions.InputKubeconfig, in.cmd.Name())
-	}
-	if err := actions.CheckKubeconfig(v); err != nil {
-		return err
-	}
-	if f := in.flags["kubeconfig-path"]; f != nil && (f.Changed || contains(in.used, "kubeconfig-path")) {
-		return fmt.Errorf("inputs %s (content) and kubeconfig-path (a file) are both set: use one", actions.InputKubeconfig)
-	}
-	if f := in.flags["kubeconfig-env"]; !f.Changed && !contains(in.used, "kubeconfig-env") {
-		in.injected = append(in.injected, "--kubeconfig-env="+actions.InputVar(actions.InputKubeconfig))
-	}
-	in.used = append(in.used, actions.InputKubeconfig)
-	return nil
-}
-
-// targetInputs reads the targets input, unless the command line names
-// targets.
-func (e *env) targetInputs(in *stepInputs) error {
-	v, ok := e.gha.Input(inputTargets)
-	if !ok {
-		return nil
-	}
-	if !takesTargets(in.cmd) {
-		return fmt.Errorf("input %s: ferry %s takes no targets", inputTargets, in.cmd.Name())
-	}
-	if len(in.cmd.Flags().Args()) > 0 {
-		return nil
-	}
-	for _, t := range actions.List(v) {
-		if strings.HasPrefix(t, "-") {
-			return fmt.Errorf("input %s: %q is not a target name", inputTargets, t)
-		}
-		in.targets = append(in.targets, t)
-	}
-	in.used = append(in.used, inputTargets)
-	return nil
-}
-
-// inputValues checks an input against its flag and returns the flag
-// values it stands for.
-func inputValues(name string, f *pflag.Flag, v string) ([]string, error) {
-	switch {
-	case isBool(f):
-		b, ok := actions.Bool(v)
-		if !ok {
-			return nil, fmt.Errorf("input %s: want true or false, got %q", name, v)
-		}
-		return []string{strconv.FormatBool(b)}, nil
-	case isList(f):
-		items := actions.List(v)
-		for _, item := range items {
-			if err := f.Value.Set(item); err != nil {
-				return nil, fmt.Errorf("input %s: %w", name, err)
-			}
-		}
-		return items, nil
-	default:
-		if err := f.Value.Set(v); err != nil {
-			return nil, fmt.Errorf("input %s: %w", name, err)
-		}
-		return []string{v}, nil
-	}
 }
 
 // setenv makes getenv return value for key from now on.
@@ -359,6 +204,17 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// requiredFlags names the flags cmd marks required.
+func requiredFlags(cmd *cobra.Command) []string {
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if req := f.Annotations[cobra.BashCompOneRequiredFlag]; len(req) > 0 && req[0] == "true" {
+			names = append(names, f.Name)
+		}
+	})
+	return names
 }
 
 // finishActions reports a failed run to the runner: an error annotation on

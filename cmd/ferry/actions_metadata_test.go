@@ -66,7 +66,7 @@ var extraInputDocs = map[string]string{
 		"before anything is printed. For a file in the workspace use kubeconfig-path; targets whose ferry.yaml entry names a kubeconfig use that.",
 	actions.InputToken: "Token for the forge API (pull-request comments, issues, pull requests) and for fetching missing commits; " +
 		"the job's token by default. See docs/security.md for the permissions each step needs.",
-	inputTargets: "Targets to work on (comma- or newline-separated names, <cluster>/<name> where a name is ambiguous); all targets when empty.",
+	actions.InputTargets: "Targets to work on (comma- or newline-separated names, <cluster>/<name> where a name is ambiguous); all targets when empty.",
 }
 
 // stepInput is one input of a step's metadata.
@@ -95,7 +95,7 @@ func expectedInputs(cmd *cobra.Command) []stepInput {
 		}
 	}
 	if takesTargets(cmd) {
-		extra(inputTargets)
+		extra(actions.InputTargets)
 	}
 	if reachesCluster(cmd) {
 		extra(actions.InputKubeconfig)
@@ -473,3 +473,11 @@ func writeActionFiles(t *testing.T, cmds map[string]*cobra.Command) {
 		}
 	}
 }
+
+// isList reports whether a flag takes several values.
+func isList(f *pflag.Flag) bool {
+	_, ok := f.Value.(pflag.SliceValue)
+	return ok
+}
+
+func isBool(f *pflag.Flag) bool { return f.Value.Type() == "bool" }
