@@ -168,10 +168,14 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	}
 	var issueErr error
 	if issues {
-		issueErr = syncDriftIssues(ctx, e, issueForge, o.issueLabel, reports, revision)
+		run := actions.New(e.getenv, e.stdout).RunURL()
+		issueErr = drift.SyncIssues(ctx, issueForge, o.issueLabel, reports, revision, run, e.masker.Mask)
 	}
-
-	if err := printDrift(e, reports, o.format.value); err != nil {
+	var out strings.Builder
+	if err := drift.Write(&out, reports, o.format.value); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(e.stdout, e.masker.Mask(out.String())); err != nil {
 		return err
 	}
 	if err := reportDriftToActions(e, reports, summary); err != nil {
@@ -195,6 +199,17 @@ func (o *driftOptions) reportKinds() (summary, issues bool, err error) {
 		}
 	}
 	return summary, issues, nil
+}
+
+// issueForge is the forge of --report issue: named by --forge or found
+// from the Actions environment (openForge: token in FERRY_TOKEN, else
+// GITHUB_TOKEN or GITEA_TOKEN).
+func (o *driftOptions) issueForge(e *env) (forge.Forge, error) {
+	f, err := openForge(e, o.forge)
+	if err != nil {
+		return nil, fmt.Errorf("--report issue: %w", err)
+	}
+	return f, nil
 }
 
 // driftTargets renders every target first (a Repo renders one at a time);
@@ -222,15 +237,7 @@ func driftTargets(ctx context.Context, repo *config.Repo, targets []*config.Targ
 // not be checked or healed (and the issue errors), else exit 1 with
 // --fail-on-drift when a target drifts.
 func (o *driftOptions) driftStatus(reports []*drift.Report, issueErr error) error {
-	var failed, drifted []string
-	for _, r := range reports {
-		if r.Failed() {
-			failed = append(failed, r.Target)
-		}
-		if r.Drifted() {
-			drifted = append(drifted, r.Target)
-		}
-	}
+	failed, drifted := drift.Outcome(reports)
 	if len(failed) > 0 {
 		err := fmt.Errorf("drift: %d of %d targets could not be checked or healed: %s", len(failed), len(reports), strings.Join(failed, ", "))
 		return errors.Join(err, issueErr)
@@ -244,36 +251,13 @@ func (o *driftOptions) driftStatus(reports []*drift.Report, issueErr error) erro
 	return nil
 }
 
-// printDrift writes the (redacted) reports in the format, and masks the
-// text once more as a whole.
-func printDrift(e *env, reports []*drift.Report, format string) error {
-	var b strings.Builder
-	var err error
-	switch format {
-	case "json":
-		err = drift.JSON(&b, reports)
-	case "markdown":
-		err = drift.Markdown(&b, reports)
-	default:
-		err = drift.Text(&b, reports)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = io.WriteString(e.stdout, e.masker.Mask(b.String()))
-	return err
-}
-
 // reportDriftToActions sets the step output drifted and, with --report
 // summary, appends the markdown report to the step summary: through the
 // Actions runtime inside a step, else to the file GITHUB_STEP_SUMMARY
 // names, when it names one.
 func reportDriftToActions(e *env, reports []*drift.Report, summary bool) error {
-	drifted := false
-	for _, r := range reports {
-		drifted = drifted || r.Drifted()
-	}
-	e.output("drifted", strconv.FormatBool(drifted))
+	_, drifted := drift.Outcome(reports)
+	e.output("drifted", strconv.FormatBool(len(drifted) > 0))
 	if !summary {
 		return nil
 	}

@@ -1,11 +1,14 @@
 package drift
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
 
+	"github.com/ferry-ci/ferry/internal/forge"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/markdown"
 )
@@ -46,4 +49,27 @@ func IssueTextOf(r *Report, revision, runURL string) IssueText {
 		it.Closing = fmt.Sprintf("Healed by ferry drift --heal at revision %s.", rev)
 	}
 	return it
+}
+
+// SyncIssues keeps one issue per target on the forge, labelled label:
+// opened or edited while the target drifts, closed with a comment once it
+// does not (or was healed). A target that could not be checked keeps its
+// issue as it is. Each body goes through mask before it is sent; each
+// report records what was done to its issue.
+func SyncIssues(ctx context.Context, f forge.Forge, label string, reports []*Report, revision, runURL string, mask func(string) string) error {
+	var errs []error
+	for _, r := range reports {
+		if r.Error != "" {
+			continue
+		}
+		it := IssueTextOf(r, revision, runURL)
+		sync := forge.IssueSync{Marker: it.Marker, Label: label}
+		res, err := sync.Sync(ctx, f, it.Title, mask(it.Body), it.Open, it.Closing)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("target %q: drift issue: %w", r.Target, err))
+			continue
+		}
+		r.Issue = &Issue{Action: string(res.Action), Number: res.Number, URL: res.URL}
+	}
+	return errors.Join(errs...)
 }
