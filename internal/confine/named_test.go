@@ -51,4 +51,3 @@ func TestWriteNamedBelowTheWorkingDirectory(t *testing.T) {
 		t.Error("wrote through linked/")
 	}
 }
-
