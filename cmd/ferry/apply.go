@@ -23,52 +23,14 @@ type applyOptions struct {
 	apply    kube.ApplyOptions
 }
 
-// applyHelp is `ferry apply --help`'s long help.
-const applyHelp = `Apply renders and decrypts every selected target (all when none is named)
-before it sends anything to a cluster; a render or decrypt error applies and
-prunes nothing. Each target is then carried to its cluster:
-
-  1. a Lease per target, so two runs never interleave;
-  2. the ApplySet inventory (a Secret in --inventory-namespace) is read and the
-     revision recorded on it is compared: applying an older revision is refused
-     unless --allow-rollback;
-  3. every object is mapped and server-side dry-run (objects whose Namespace or
-     CRD comes with this run are checked against the render, and dry-run in
-     their wave); the prune set is computed and the mass-prune guard applied;
-  4. the inventory is widened, then objects are applied with field manager
-     "ferry" in waves: CRDs (until Established), Namespaces, other
-     cluster-scoped objects, namespaced objects; objects that have not changed
-     since the last apply cost no request;
-  5. with --wait, kstatus health of every object; with --prune (or the target's
-     prune: true), members no longer rendered are deleted in reverse order,
-     except those annotated ferry.dev/prune: disabled or
-     kustomize.toolkit.fluxcd.io/prune: disabled;
-  6. the inventory is narrowed to what remains and records the revision.
-
-The cluster comes from the target's ferry.yaml entry (kubeconfig,
-kubeconfigEnv, context), else --kubeconfig / $KUBECONFIG, or kubeconfig
-content in the environment variable named by --kubeconfig-env.
-
-Exit status: 0 applied, 2 any error (nothing is written when preflight fails).`
-
-// applyExamples is `ferry apply --help`'s examples.
-const applyExamples = `  # apply every target of the repository in dependency order
-  ferry apply --kubeconfig ~/.kube/config --prune
-
-  # what would change, without writing
-  ferry apply stage --dry-run
-
-  # kubeconfig content from a CI secret
-  KUBECONFIG_DATA="$(cat kubeconfig)" ferry apply --kubeconfig-env KUBECONFIG_DATA`
-
 func newApplyCmd(e *env) *cobra.Command {
 	o := &applyOptions{apply: kube.DefaultApplyOptions(), format: newFormat("text", "json", "markdown")}
 	o.apply.LeaveOut = config.ActsOn
 	cmd := &cobra.Command{
 		Use:     "apply [TARGET...]",
 		Short:   "Render, decrypt and server-side apply targets, with an ApplySet inventory and pruning",
-		Long:    applyHelp,
-		Example: applyExamples,
+		Long:    help("apply"),
+		Example: examples("apply"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runApply(cmd, e, o, args)
 		},

@@ -32,80 +32,14 @@ type bumpOptions struct {
 	author              string
 }
 
-// bumpHelp is `ferry bump --help`'s long help.
-const bumpHelp = `Bump finds the repository's image policies (ferry.yaml's imagePolicies, or
-else its Flux ImageRepository + ImagePolicy objects), lists the tags of
-each image repository once, selects each policy's latest tag as Flux does
-(semver range, numerical or alphabetical order, after exclusionList and
-filterTags), records its digest, and rewrites the YAML lines that carry a
-setter marker:
-
-  image: ghcr.io/org/app:1.24.0 # {"$imagepolicy": "flux-system:app"}
-  newTag: 1.24.0                # {"$imagepolicy": "flux-system:app:tag"}
-  newName: ghcr.io/org/app      # {"$imagepolicy": "flux-system:app:name"}
-
-Only the marked values change; comments, quoting, indentation and line
-endings stay as they are. Only policies some marker uses are scanned. A
-marker naming a policy the repository does not declare is an error.
-A policy no tag matches is a warning; nothing is changed for it.
-
-Registry credentials, for each policy the first that exists:
-  FERRY_SECRET_<SECRETREF>_USERNAME / _PASSWORD  for an ImageRepository's
-      spec.secretRef (regcred: FERRY_SECRET_REGCRED_USERNAME)
-  FERRY_REGISTRY_<HOST>_USERNAME / _PASSWORD  per registry host, upper-cased,
-      other characters as _ (ghcr.io: FERRY_REGISTRY_GHCR_IO_USERNAME)
-  the "auths" of $DOCKER_CONFIG/config.json (default ~/.docker/config.json),
-      as docker login writes it
-  anonymous access.
-
-With --pr nothing in the work tree changes: for each policy with a change,
-ferry commits the rewritten files on top of the checked-out commit (with
-go-git), force-pushes the commit to the policy's branch with the token
-(FERRY_TOKEN, GITHUB_TOKEN or GITEA_TOKEN) and opens a pull request into
-the checked-out branch, or updates the one already open from that branch
-(title and body). The body has a table: file, image, old -> new tag, digest.
-Re-running with no newer tag changes nothing. --group makes one pull
-request for all policies. The forge (GitHub or Gitea) and the repository
-come from the Actions environment (GITHUB_REPOSITORY, GITHUB_API_URL,
-GITEA_ACTIONS) or --forge.
-
-With --webhook-payload only the policies of the pushed image are scanned:
-the file holds a Harbor push webhook or a repository_dispatch event (or
-its client_payload) naming {"image": "REGISTRY/REPOSITORY"}. In an Actions
-step started by a repository_dispatch (or, on Gitea, a workflow_dispatch
-with an image input) the event itself is read the same way; without an
-image in it every policy is scanned.
-
-Exit status: 0 done (also when nothing changed or a policy matched no
-tag), 2 any error: an invalid policy, a marker naming an unknown policy,
-a registry that refuses the credentials or cannot be reached, a push or
-forge call that fails. On an error found before writing, no file is
-changed and no branch is pushed.`
-
-// bumpExamples is `ferry bump --help`'s examples.
-const bumpExamples = `  # rewrite the marked lines in place
-  ferry bump --repo .
-
-  # show the change as a unified diff, change nothing
-  ferry bump --dry-run
-
-  # one policy, from a registry served over plain HTTP
-  ferry bump --policy flux-system/app --insecure-registry registry.lan:5000
-
-  # only the image a registry webhook announced
-  ferry bump --webhook-payload "$GITHUB_EVENT_PATH"
-
-  # one pull request per policy (a scheduled job with GITHUB_TOKEN in its env)
-  ferry bump --pr`
-
 func newBumpCmd(e *env) *cobra.Command {
 	o := &bumpOptions{}
 	def := images.DefaultScanOptions()
 	cmd := &cobra.Command{
 		Use:     "bump [--policy NAME...] [--dry-run | --pr]",
 		Short:   "Scan registries for new image tags and rewrite the marked image lines",
-		Long:    bumpHelp,
-		Example: bumpExamples,
+		Long:    help("bump"),
+		Example: examples("bump"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBump(cmd, e, o)

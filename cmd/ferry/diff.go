@@ -36,36 +36,10 @@ type diffOptions struct {
 func newDiffCmd(e *env) *cobra.Command {
 	o := &diffOptions{format: newFormat("text", "json", "markdown")}
 	cmd := &cobra.Command{
-		Use:   "diff --base REF [--head REF] [TARGET...]",
-		Short: "Diff the rendered manifests of two revisions, object by object",
-		Long: `Diff reads two revisions straight from the Git object database (the work
-tree is not touched), finds the targets the change affects (a file their
-render reads changed, or their definition did), renders those at both
-revisions and compares them object by object: added, removed (pruned on
-merge when the target prunes), changed, unchanged.
-
-Secrets are compared key by key: the report names the keys added, removed
-or changed, never a value. Without an age key (SOPS_AGE_KEY or
-SOPS_AGE_KEY_FILE; a fork's pull request gets none) encrypted Secrets are
-not decrypted and the report names the keys whose ciphertext changed, as
-far as the SOPS metadata shows.
-
-With --comment the markdown report is kept in one comment on the pull
-request (created once, then edited; split over numbered comments when it
-exceeds the forge's limit). Inside Actions the full report also goes to
-the step summary.
-
-Exit status: 0 no differences (or differences without --exit-code),
-1 differences with --exit-code, 2 any error, including a target that fails
-to render at either revision (the other targets are still reported).`,
-		Example: `  # what a pull request changes, in the terminal
-  ferry diff --base origin/main
-
-  # the markdown a pull-request comment shows
-  ferry diff --base main --head feature --format markdown
-
-  # fail a job when anything differs
-  ferry diff --base "$BASE_SHA" --head "$HEAD_SHA" --exit-code`,
+		Use:     "diff --base REF [--head REF] [TARGET...]",
+		Short:   "Diff the rendered manifests of two revisions, object by object",
+		Long:    help("diff"),
+		Example: examples("diff"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDiff(cmd, e, o, args)
 		},

@@ -34,69 +34,14 @@ type driftOptions struct {
 	apply kube.ApplyOptions
 }
 
-// driftHelp is `ferry drift --help`'s long help.
-const driftHelp = `Drift renders and decrypts the selected targets (all when none is named) at
-the checked-out revision and compares every object with its cluster, looking
-only at the fields ferry owns (its field manager's managedFields, and a
-server-side dry-run apply compared with the live object): server defaults and
-fields other controllers own are not drift. Each object that is not in sync
-is one of:
-
-  modified   a field ferry owns has another value now, or another field
-             manager owns it now (the field path and the manager are named)
-  missing    applied by ferry, deleted from the cluster since
-  orphaned   in the target's inventory but no longer in Git (prune never ran
-             or failed)
-  unowned    rendered and in the cluster, but in no inventory of the target:
-             not applied by ferry
-
-and, not drift: pending (Git changed since the revision recorded on the
-inventory: the target is simply behind Git, "not applied yet"), kept (no
-longer in Git, protected from pruning by an annotation). Secrets are compared
-key by key; values are never shown.
-
-A target that cannot be rendered, or whose cluster cannot be reached, is
-reported as an error; the other targets are still compared.
-
---report summary appends the markdown report to the step summary
-($GITHUB_STEP_SUMMARY) when it is set; inside an Actions step the output
-drifted is "true" or "false". --report issue keeps one issue per target on the forge
-(GitHub or Gitea, from the Actions environment or --forge; token in
-FERRY_TOKEN, GITHUB_TOKEN or GITEA_TOKEN): "Drift detected in <target>", labelled --issue-label and
-found again by a hidden marker, opened when drift appears, edited while it
-lasts, closed with a comment when a run finds none (or --heal repaired it).
-Only issues the token's user opened are edited or closed.
-
---heal applies each target that is not in sync after the report, through
-the apply path and its safety rules (lease, no older revision over a newer
-one, preflight dry-run, mass-prune guard). Healing takes back the fields
-other managers took (it forces conflicts); with --prune, or the target's
-prune: true, it deletes orphaned objects.
-
-Exit status: 0 no drift (or drift without --fail-on-drift), 1 drift found
-with --fail-on-drift (also when --heal repaired it), 2 any error.`
-
-// driftExamples is `ferry drift --help`'s examples.
-const driftExamples = `  # every target, as a nightly job
-  ferry drift --kubeconfig-env KUBECONFIG_DATA --fail-on-drift
-
-  # one target, as JSON
-  ferry drift stage --format json
-
-  # report, then put the cluster back as Git says
-  ferry drift stage --heal --prune
-
-  # nightly in Actions: step summary, and an issue per drifted target
-  ferry drift --report summary,issue`
-
 func newDriftCmd(e *env) *cobra.Command {
 	o := &driftOptions{compare: kube.DefaultCompareOptions(), apply: kube.DefaultApplyOptions(), format: newFormat("text", "json", "markdown")}
 	o.compare.LeaveOut, o.apply.LeaveOut = config.ActsOn, config.ActsOn
 	cmd := &cobra.Command{
 		Use:     "drift [TARGET...]",
 		Short:   "Compare live clusters with Git and report drift",
-		Long:    driftHelp,
-		Example: driftExamples,
+		Long:    help("drift"),
+		Example: examples("drift"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDrift(cmd.Context(), e, o, args)
 		},

@@ -14,38 +14,13 @@ type planOptions struct {
 	noDecrypt  bool
 }
 
-// planHelp is `ferry plan --help`'s long help.
-const planHelp = `Plan prints the targets a change between two revisions affects: those whose
-definition changed or whose render reads a changed file (a change to a
-shared base affects every overlay built on it). Unaffected targets are not
-rendered. The output is one line of JSON whose "include" list feeds a
-workflow matrix:
-
-  {"include":[{"target":"stage","why":"changed: apps/stage/patch.yaml"}]}
-
-Its "clusters" list groups the affected targets per cluster, in dependency
-order, for one job per cluster that applies them in one run:
-
-  {"include":[...],"clusters":[{"cluster":"staging","targets":"staging/infra,staging/apps"}]}
-
-Inside Actions the same JSON is the step output "matrix", "clusters" is
-{"include": <the clusters list>} for a per-cluster matrix, and "targets" is
-the JSON list of the affected targets' names (empty when nothing is
-affected: guard the matrix job with if: steps.plan.outputs.targets != '[]').
-
-Exit status: 0 listed (possibly none), 2 any error.`
-
-// planExamples is `ferry plan --help`'s examples.
-const planExamples = `  # in a workflow step, for strategy.matrix: ${{ fromJSON(steps.plan.outputs.matrix) }}
-  ferry plan --base "$BEFORE" --head "$GITHUB_SHA"`
-
 func newPlanCmd(e *env) *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
 		Use:     "plan --base REF [--head REF] [TARGET...]",
 		Short:   "List the targets a change affects, as JSON for a workflow matrix",
-		Long:    planHelp,
-		Example: planExamples,
+		Long:    help("plan"),
+		Example: examples("plan"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := fillFromEvent(e, &o.base, &o.head, nil); err != nil {
 				return err

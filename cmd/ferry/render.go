@@ -26,35 +26,10 @@ type renderOptions struct {
 func newRenderCmd(e *env) *cobra.Command {
 	o := &renderOptions{format: newFormat("text", "json")}
 	cmd := &cobra.Command{
-		Use:   "render [TARGET...]",
-		Short: "Print the rendered, decrypted manifests of targets",
-		Long: `Render prints the fully rendered YAML of one or more targets (all of them
-when none is named), with SOPS-encrypted files decrypted in memory.
-
-Targets come from ferry.yaml when it declares them, otherwise from the Flux
-Kustomization objects of the repository: each cluster root (the tree a
-flux-system sync Kustomization points at, or a clusters/<name>/ folder) is
-rendered and every Kustomization in its output is a target, recursively;
-Kustomization files no root reaches are targets too. A target name is the
-Kustomization's name, or <cluster>/<name> when that is ambiguous.
-
-Age identities come from SOPS_AGE_KEY (one or more AGE-SECRET-KEY-1... lines)
-or SOPS_AGE_KEY_FILE. Every target is rendered before anything is printed;
-if one fails, nothing is printed on stdout.
-
-Exit status: 0 rendered, 2 any error (the message names the target, file or
-object).`,
-		Example: `  # everything, one YAML stream
-  SOPS_AGE_KEY_FILE=age.key ferry render --repo examples/gpu-cluster
-
-  # one target, one file per object
-  ferry render stage -o out/
-
-  # the targets ferry found and where each came from
-  ferry render --list --repo examples/fleet
-
-  # without a key: encrypted Secrets are left out, and listed on stderr
-  ferry render --no-decrypt`,
+		Use:     "render [TARGET...]",
+		Short:   "Print the rendered, decrypted manifests of targets",
+		Long:    help("render"),
+		Example: examples("render"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRender(cmd, e, o, args)
 		},

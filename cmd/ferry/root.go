@@ -105,14 +105,9 @@ func runWith(ctx context.Context, args []string, e *env, newRoot func(*env) *cob
 
 func newRootCmd(e *env) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "ferry",
-		Short: "Carry a GitOps repository to its clusters from CI",
-		Long: `ferry renders the Kustomize targets of a GitOps repository (ferry.yaml or
-Flux Kustomization objects), decrypts their SOPS/age secrets in memory, and
-carries them to clusters from CI.
-
-Exit status, for every command: 0 success, 1 differences or drift found
-where asked to fail on them, 2 any error.`,
+		Use:           "ferry",
+		Short:         "Carry a GitOps repository to its clusters from CI",
+		Long:          help("ferry"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
