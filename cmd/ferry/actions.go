@@ -186,17 +186,6 @@ func (e *env) commandInput(probe *cobra.Command, args []string) ([]string, error
 	return []string{name}, nil
 }
 
-// setenv makes getenv return value for key from now on.
-func (e *env) setenv(key, value string) {
-	getenv := e.getenv
-	e.getenv = func(k string) string {
-		if k == key {
-			return value
-		}
-		return getenv(k)
-	}
-}
-
 func contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/kube"
-	"github.com/ferry-ci/ferry/internal/render"
 )
 
 type applyOptions struct {
@@ -30,7 +29,7 @@ func newApplyCmd(e *env) *cobra.Command {
 		Use:     "apply [TARGET...]",
 		Short:   "Render, decrypt and server-side apply targets, with an ApplySet inventory and pruning",
 		Long:    help("apply"),
-		Example: examples("apply"),
+		Example: helpExamples("apply"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runApply(cmd, e, o, args)
 		},
@@ -99,11 +98,7 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 // 1: everything resolves before anything is sent; a selected target that
 // depends on one that cannot be resolved cannot be applied in order.
 func (o *applyOptions) selectTargets(ctx context.Context, e *env, args []string) (*config.Repo, []*config.Target, error) {
-	d, err := e.decryptor()
-	if err != nil {
-		return nil, nil, err
-	}
-	repo, err := config.Load(ctx, o.repo.dir, render.Options{Decryptor: d, AllowRemoteBases: o.repo.allowRemoteBases})
+	repo, err := e.loadRepo(ctx, o.repo, false)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -39,7 +39,7 @@ func newBumpCmd(e *env) *cobra.Command {
 		Use:     "bump [--policy NAME...] [--dry-run | --pr]",
 		Short:   "Scan registries for new image tags and rewrite the marked image lines",
 		Long:    help("bump"),
-		Example: examples("bump"),
+		Example: helpExamples("bump"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBump(cmd, e, o)

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/spf13/pflag"
 
@@ -21,10 +20,7 @@ type clusterFlags struct {
 	kubeconfigEnv string
 	context       string
 
-	// clients holds one client per cluster for the run: discovery and
-	// REST mapping are done once, whatever the number of its targets.
-	mu      sync.Mutex
-	clients map[string]*kube.Client
+	clients kube.Clients
 }
 
 func (c *clusterFlags) register(f *pflag.FlagSet) {
@@ -41,21 +37,7 @@ func (c *clusterFlags) client(e *env, t *config.Target) (*kube.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := strings.Join([]string{opts.Kubeconfig, string(opts.KubeconfigData), opts.Context}, "\x00")
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cl, ok := c.clients[key]; ok {
-		return cl, nil
-	}
-	cl, err := kube.NewClient(opts)
-	if err != nil {
-		return nil, err
-	}
-	if c.clients == nil {
-		c.clients = map[string]*kube.Client{}
-	}
-	c.clients[key] = cl
-	return cl, nil
+	return c.clients.Get(opts)
 }
 
 func (c *clusterFlags) clientOptions(e *env, t *config.Target) (kube.ClientOptions, error) {

@@ -13,7 +13,6 @@ import (
 	"github.com/ferry-ci/ferry/internal/confine"
 	"github.com/ferry-ci/ferry/internal/diff"
 	"github.com/ferry-ci/ferry/internal/kube"
-	"github.com/ferry-ci/ferry/internal/render"
 )
 
 type diffOptions struct {
@@ -39,7 +38,7 @@ func newDiffCmd(e *env) *cobra.Command {
 		Use:     "diff --base REF [--head REF] [TARGET...]",
 		Short:   "Diff the rendered manifests of two revisions, object by object",
 		Long:    help("diff"),
-		Example: examples("diff"),
+		Example: helpExamples("diff"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDiff(cmd, e, o, args)
 		},
@@ -63,23 +62,6 @@ func newDiffCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// hasAgeKey reports whether an age identity was given at all.
-func (e *env) hasAgeKey() bool {
-	return strings.TrimSpace(e.getenv("SOPS_AGE_KEY")) != "" || e.getenv("SOPS_AGE_KEY_FILE") != ""
-}
-
-func (e *env) renderOptions(noDecrypt, allowRemote bool) (render.Options, error) {
-	opts := render.Options{NoDecrypt: noDecrypt || !e.hasAgeKey(), AllowRemoteBases: allowRemote}
-	if !opts.NoDecrypt {
-		d, err := e.decryptor()
-		if err != nil {
-			return opts, err
-		}
-		opts.Decryptor = d
-	}
-	return opts, nil
-}
-
 func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	ctx := cmd.Context()
 	if err := fillFromEvent(e, &o.base, &o.head, &o.pr); err != nil {
@@ -88,7 +70,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	if o.base == "" {
 		return fmt.Errorf("--base is required outside a pull_request event")
 	}
-	ropts, err := e.renderOptions(o.noDecrypt, o.repo.allowRemoteBases)
+	ropts, err := e.renderOptions(o.repo, o.noDecrypt || !e.hasAgeKey())
 	if err != nil {
 		return err
 	}
@@ -172,14 +154,4 @@ func isTerminal(w any) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// token is the forge token: FERRY_TOKEN, else GITHUB_TOKEN, else GITEA_TOKEN.
-func (e *env) token() string {
-	for _, k := range []string{"FERRY_TOKEN", "GITHUB_TOKEN", "GITEA_TOKEN"} {
-		if v := e.getenv(k); v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -8,26 +8,6 @@ import (
 	"github.com/ferry-ci/ferry/internal/forge"
 )
 
-// openForge connects to the forge of the Actions run (or --forge), with
-// the token from FERRY_TOKEN, GITHUB_TOKEN or GITEA_TOKEN.
-func openForge(e *env, override string) (forge.Forge, error) {
-	kind, err := forge.ParseKind(override)
-	if err != nil {
-		return nil, err
-	}
-	getenv := func(k string) string {
-		if k == forge.TokenVar {
-			return e.token()
-		}
-		return e.getenv(k)
-	}
-	cfg, err := forge.Detect(getenv, kind)
-	if err != nil {
-		return nil, err
-	}
-	return forge.New(cfg)
-}
-
 // postDiffComment keeps the report in one comment (or numbered parts) on
 // the pull request.
 func postDiffComment(cmd *cobra.Command, e *env, o *diffOptions, blocks []string) error {

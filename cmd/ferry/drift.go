@@ -15,7 +15,6 @@ import (
 	"github.com/ferry-ci/ferry/internal/drift"
 	"github.com/ferry-ci/ferry/internal/forge"
 	"github.com/ferry-ci/ferry/internal/kube"
-	"github.com/ferry-ci/ferry/internal/render"
 )
 
 type driftOptions struct {
@@ -41,7 +40,7 @@ func newDriftCmd(e *env) *cobra.Command {
 		Use:     "drift [TARGET...]",
 		Short:   "Compare live clusters with Git and report drift",
 		Long:    help("drift"),
-		Example: examples("drift"),
+		Example: helpExamples("drift"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDrift(cmd.Context(), e, o, args)
 		},
@@ -82,11 +81,7 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 		}
 		issueForge = f
 	}
-	d, err := e.decryptor()
-	if err != nil {
-		return err
-	}
-	repo, err := config.Load(ctx, o.repo.dir, render.Options{Decryptor: d, AllowRemoteBases: o.repo.allowRemoteBases})
+	repo, err := e.loadRepo(ctx, o.repo, false)
 	if err != nil {
 		return err
 	}

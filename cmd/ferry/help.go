@@ -14,8 +14,8 @@ var helpFiles embed.FS
 // help is the long help of a command: help/<command>.txt.
 func help(command string) string { return helpFile(command + ".txt") }
 
-// examples are the examples of a command: help/<command>.examples.txt.
-func examples(command string) string { return helpFile(command + ".examples.txt") }
+// helpExamples are the examples of a command: help/<command>.examples.txt.
+func helpExamples(command string) string { return helpFile(command + ".examples.txt") }
 
 func helpFile(name string) string {
 	b, err := helpFiles.ReadFile("help/" + name)

@@ -20,7 +20,7 @@ func newPlanCmd(e *env) *cobra.Command {
 		Use:     "plan --base REF [--head REF] [TARGET...]",
 		Short:   "List the targets a change affects, as JSON for a workflow matrix",
 		Long:    help("plan"),
-		Example: examples("plan"),
+		Example: helpExamples("plan"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := fillFromEvent(e, &o.base, &o.head, nil); err != nil {
 				return err
@@ -28,7 +28,7 @@ func newPlanCmd(e *env) *cobra.Command {
 			if o.base == "" {
 				return fmt.Errorf("--base is required outside a pull_request or push event")
 			}
-			ropts, err := e.renderOptions(o.noDecrypt, o.repo.allowRemoteBases)
+			ropts, err := e.renderOptions(o.repo, o.noDecrypt || !e.hasAgeKey())
 			if err != nil {
 				return err
 			}

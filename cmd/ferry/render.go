@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,7 +10,6 @@ import (
 	"github.com/ferry-ci/ferry/internal/confine"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/render"
-	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
 type renderOptions struct {
@@ -29,7 +26,7 @@ func newRenderCmd(e *env) *cobra.Command {
 		Use:     "render [TARGET...]",
 		Short:   "Print the rendered, decrypted manifests of targets",
 		Long:    help("render"),
-		Example: examples("render"),
+		Example: helpExamples("render"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRender(cmd, e, o, args)
 		},
@@ -43,44 +40,11 @@ func newRenderCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// decryptor reads the age identities once, from SOPS_AGE_KEY or the file
-// SOPS_AGE_KEY_FILE names, and returns a decryptor the masker watches.
-func (e *env) decryptor() (*secrets.Decryptor, error) {
-	text := e.getenv("SOPS_AGE_KEY")
-	if text == "" {
-		if p := e.getenv("SOPS_AGE_KEY_FILE"); p != "" {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return nil, fmt.Errorf("SOPS_AGE_KEY_FILE: %w", err)
-			}
-			text = string(b)
-		}
-	}
-	var ids *secrets.Identities
-	if strings.TrimSpace(text) != "" {
-		var err error
-		if ids, err = secrets.ParseIdentities(text); err != nil {
-			return nil, err
-		}
-	}
-	d := secrets.NewDecryptor(ids)
-	e.masker.Watch(d)
-	return d, nil
-}
-
 func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) error {
 	ctx := cmd.Context()
 	// --list reads no secret: each target's state is that of a render
 	// with encrypted Secrets left out, so listing needs no key.
-	opts := render.Options{NoDecrypt: o.noDecrypt || o.list, AllowRemoteBases: o.repo.allowRemoteBases}
-	if !opts.NoDecrypt {
-		d, err := e.decryptor()
-		if err != nil {
-			return err
-		}
-		opts.Decryptor = d
-	}
-	repo, err := config.Load(ctx, o.repo.dir, opts)
+	repo, err := e.loadRepo(ctx, o.repo, o.noDecrypt || o.list)
 	if err != nil {
 		return err
 	}

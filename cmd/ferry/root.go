@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
@@ -20,29 +17,6 @@ const (
 	exitDifferences = 1
 	exitError       = 2
 )
-
-// env is everything a command reads from outside its flags: streams and
-// environment variables, read once here and passed down.
-type env struct {
-	stdout io.Writer
-	stderr io.Writer
-	getenv func(string) string
-	// masker collects decrypted values so nothing printed to stderr
-	// carries them.
-	masker *secrets.Masker
-
-	// gha is the Actions runtime when ferry runs as a workflow step
-	// (GITHUB_ACTIONS=true), nil otherwise: see actions.go.
-	gha *actions.Runtime
-	// actionErr is the first failure to write a step output or summary.
-	actionErr error
-	// actionRepo is the step's --repo, for error annotations.
-	actionRepo string
-}
-
-func newEnv() *env {
-	return &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, masker: secrets.NewMasker()}
-}
 
 // exitCodeError carries an exit status other than 2 out of a command.
 type exitCodeError struct {

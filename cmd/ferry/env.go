@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ferry-ci/ferry/internal/actions"
+	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/forge"
+	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/secrets"
+)
+
+// env is everything a command reads from outside its flags: streams and
+// environment variables, read once here and passed down.
+type env struct {
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	// masker collects decrypted values so nothing printed to stderr
+	// carries them.
+	masker *secrets.Masker
+
+	// gha is the Actions runtime when ferry runs as a workflow step
+	// (GITHUB_ACTIONS=true), nil otherwise: see actions.go.
+	gha *actions.Runtime
+	// actionErr is the first failure to write a step output or summary.
+	actionErr error
+	// actionRepo is the step's --repo, for error annotations.
+	actionRepo string
+}
+
+func newEnv() *env {
+	return &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, masker: secrets.NewMasker()}
+}
+
+// decryptor reads the age identities once, from SOPS_AGE_KEY or the file
+// SOPS_AGE_KEY_FILE names, and returns a decryptor the masker watches.
+func (e *env) decryptor() (*secrets.Decryptor, error) {
+	text := e.getenv("SOPS_AGE_KEY")
+	if text == "" {
+		if p := e.getenv("SOPS_AGE_KEY_FILE"); p != "" {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("SOPS_AGE_KEY_FILE: %w", err)
+			}
+			text = string(b)
+		}
+	}
+	var ids *secrets.Identities
+	if strings.TrimSpace(text) != "" {
+		var err error
+		if ids, err = secrets.ParseIdentities(text); err != nil {
+			return nil, err
+		}
+	}
+	d := secrets.NewDecryptor(ids)
+	e.masker.Watch(d)
+	return d, nil
+}
+
+// hasAgeKey reports whether an age identity was given at all.
+func (e *env) hasAgeKey() bool {
+	return strings.TrimSpace(e.getenv("SOPS_AGE_KEY")) != "" || e.getenv("SOPS_AGE_KEY_FILE") != ""
+}
+
+// renderOptions are a command's render options: encrypted files are
+// decrypted with the age identities of the environment (see decryptor),
+// unless noDecrypt.
+func (e *env) renderOptions(r repoFlags, noDecrypt bool) (render.Options, error) {
+	opts := render.Options{NoDecrypt: noDecrypt, AllowRemoteBases: r.allowRemoteBases}
+	if !opts.NoDecrypt {
+		d, err := e.decryptor()
+		if err != nil {
+			return opts, err
+		}
+		opts.Decryptor = d
+	}
+	return opts, nil
+}
+
+// loadRepo loads the repository the flags name, rendering with
+// renderOptions.
+func (e *env) loadRepo(ctx context.Context, r repoFlags, noDecrypt bool) (*config.Repo, error) {
+	opts, err := e.renderOptions(r, noDecrypt)
+	if err != nil {
+		return nil, err
+	}
+	return config.Load(ctx, r.dir, opts)
+}
+
+// token is the forge token: FERRY_TOKEN, else GITHUB_TOKEN, else GITEA_TOKEN.
+func (e *env) token() string {
+	for _, k := range []string{"FERRY_TOKEN", "GITHUB_TOKEN", "GITEA_TOKEN"} {
+		if v := e.getenv(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// setenv makes getenv return value for key from now on.
+func (e *env) setenv(key, value string) {
+	getenv := e.getenv
+	e.getenv = func(k string) string {
+		if k == key {
+			return value
+		}
+		return getenv(k)
+	}
+}
+
+// openForge connects to the forge of the Actions run (or --forge), with
+// the token from FERRY_TOKEN, GITHUB_TOKEN or GITEA_TOKEN.
+func openForge(e *env, override string) (forge.Forge, error) {
+	kind, err := forge.ParseKind(override)
+	if err != nil {
+		return nil, err
+	}
+	getenv := func(k string) string {
+		if k == forge.TokenVar {
+			return e.token()
+		}
+		return e.getenv(k)
+	}
+	cfg, err := forge.Detect(getenv, kind)
+	if err != nil {
+		return nil, err
+	}
+	return forge.New(cfg)
+}
