@@ -17,13 +17,13 @@ type applyOptions struct {
 	repo     repoFlags
 	cluster  clusterFlags
 	revision string
-	format   *formatValue
+	format   *choiceValue
 	parallel int
 	apply    kube.ApplyOptions
 }
 
 func newApplyCmd(e *env) *cobra.Command {
-	o := &applyOptions{apply: kube.DefaultApplyOptions(), format: newFormat("text", "json", "markdown")}
+	o := &applyOptions{apply: kube.DefaultApplyOptions(), format: newChoice("text", "json", "markdown")}
 	o.apply.LeaveOut = config.ActsOn
 	cmd := &cobra.Command{
 		Use:     "apply [TARGET...]",

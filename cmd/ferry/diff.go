@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -18,11 +19,11 @@ import (
 type diffOptions struct {
 	repo        repoFlags
 	base, head  string
-	format      *formatValue
+	format      *choiceValue
 	exitCode    bool
 	noDecrypt   bool
 	reportFile  string
-	color       string
+	color       *choiceValue
 	comment     bool
 	forge       string
 	pr          int
@@ -33,7 +34,7 @@ type diffOptions struct {
 }
 
 func newDiffCmd(e *env) *cobra.Command {
-	o := &diffOptions{format: newFormat("text", "json", "markdown")}
+	o := &diffOptions{format: newChoice("text", "json", "markdown"), color: newChoice("auto", "always", "never")}
 	cmd := &cobra.Command{
 		Use:     "diff --base REF [--head REF] [TARGET...]",
 		Short:   "Diff the rendered manifests of two revisions, object by object",
@@ -51,7 +52,7 @@ func newDiffCmd(e *env) *cobra.Command {
 	f.BoolVar(&o.exitCode, "exit-code", false, "exit 1 when there are differences")
 	f.BoolVar(&o.noDecrypt, "no-decrypt", false, "compare encrypted Secrets by their SOPS metadata only (automatic without an age key)")
 	f.StringVar(&o.reportFile, "report-file", "", "also write the full markdown report to `FILE` (for an artifact)")
-	f.StringVar(&o.color, "color", "auto", "color the text report: auto, always or never")
+	f.Var(o.color, "color", "color the text report: auto, always or never")
 	f.BoolVar(&o.comment, "comment", false, "keep the markdown report in one comment on the pull request")
 	f.StringVar(&o.forge, "forge", "", "forge API: github or gitea (default: from the Actions environment)")
 	f.IntVar(&o.pr, "pr", 0, "pull request number for --comment (default: from the Actions event)")
@@ -125,25 +126,24 @@ func (o *diffOptions) liveCompare(e *env) func(context.Context, *config.Target, 
 	}
 }
 
+// printDiff writes the report in --format (the markdown is made once, for
+// the summary and the comment too).
 func printDiff(e *env, o *diffOptions, r *diff.Report, markdown string) error {
+	var b strings.Builder
+	var err error
 	switch o.format.value {
 	case "json":
-		var b strings.Builder
-		if err := diff.JSON(&b, r); err != nil {
-			return err
-		}
-		_, err := fmt.Fprint(e.stdout, e.masker.Mask(b.String()))
-		return err
+		err = diff.JSON(&b, r)
 	case "markdown":
-		_, err := fmt.Fprintln(e.stdout, markdown)
+		b.WriteString(markdown + "\n")
+	default:
+		color := o.color.value == "always" || o.color.value == "auto" && isTerminal(e.stdout) && e.getenv("NO_COLOR") == ""
+		err = diff.Text(&b, r, color)
+	}
+	if err != nil {
 		return err
 	}
-	color := o.color == "always" || o.color == "auto" && isTerminal(e.stdout) && e.getenv("NO_COLOR") == ""
-	var b strings.Builder
-	if err := diff.Text(&b, r, color); err != nil {
-		return err
-	}
-	_, err := fmt.Fprint(e.stdout, e.masker.Mask(b.String()))
+	_, err = io.WriteString(e.stdout, e.masker.Mask(b.String()))
 	return err
 }
 

@@ -15,23 +15,15 @@ func fillFromEvent(e *env, base, head *string, pr *int) error {
 	if err != nil || ev == nil {
 		return err
 	}
-	fill := func(dst *string, v string) {
-		if *dst == "" && v != "" {
-			*dst = v
-		}
+	b, h, n := ev.Revisions()
+	if *base == "" {
+		*base = b
 	}
-	switch {
-	case ev.PullRequest != nil:
-		fill(base, ev.PullRequest.BaseSHA)
-		fill(head, ev.PullRequest.HeadSHA)
-		if pr != nil && *pr == 0 {
-			*pr = ev.PullRequest.Number
-		}
-	case ev.Push != nil:
-		fill(base, ev.Push.Base())
-		if ev.Push.After != "" && ev.Push.After != "0000000000000000000000000000000000000000" {
-			fill(head, ev.Push.After)
-		}
+	if *head == "" {
+		*head = h
+	}
+	if pr != nil && *pr == 0 {
+		*pr = n
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ type driftOptions struct {
 	repo        repoFlags
 	cluster     clusterFlags
 	revision    string
-	format      *formatValue
+	format      *choiceValue
 	reports     []string
 	failOnDrift bool
 	heal        bool
@@ -34,7 +34,7 @@ type driftOptions struct {
 }
 
 func newDriftCmd(e *env) *cobra.Command {
-	o := &driftOptions{compare: kube.DefaultCompareOptions(), apply: kube.DefaultApplyOptions(), format: newFormat("text", "json", "markdown")}
+	o := &driftOptions{compare: kube.DefaultCompareOptions(), apply: kube.DefaultApplyOptions(), format: newChoice("text", "json", "markdown")}
 	o.compare.LeaveOut, o.apply.LeaveOut = config.ActsOn, config.ActsOn
 	cmd := &cobra.Command{
 		Use:     "drift [TARGET...]",

@@ -8,22 +8,23 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// formatValue is a --format flag that checks itself when it is set, so a
-// bad value is reported (exit 2) before the command runs.
-type formatValue struct {
+// choiceValue is a flag that takes one of a few values (--format,
+// --color) and checks itself when it is set, so a bad value is reported
+// (exit 2) before the command runs.
+type choiceValue struct {
 	value   string
 	allowed []string
 }
 
-// newFormat is a --format value defaulting to the first allowed format.
-func newFormat(allowed ...string) *formatValue {
-	return &formatValue{value: allowed[0], allowed: allowed}
+// newChoice is a choice of the allowed values, defaulting to the first.
+func newChoice(allowed ...string) *choiceValue {
+	return &choiceValue{value: allowed[0], allowed: allowed}
 }
 
-func (f *formatValue) String() string { return f.value }
-func (f *formatValue) Type() string   { return "string" }
+func (f *choiceValue) String() string { return f.value }
+func (f *choiceValue) Type() string   { return "string" }
 
-func (f *formatValue) Set(s string) error {
+func (f *choiceValue) Set(s string) error {
 	if !slices.Contains(f.allowed, s) {
 		return fmt.Errorf("want %s", orList(f.allowed))
 	}

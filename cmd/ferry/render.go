@@ -16,12 +16,12 @@ type renderOptions struct {
 	repo      repoFlags
 	outDir    string
 	list      bool
-	format    *formatValue
+	format    *choiceValue
 	noDecrypt bool
 }
 
 func newRenderCmd(e *env) *cobra.Command {
-	o := &renderOptions{format: newFormat("text", "json")}
+	o := &renderOptions{format: newChoice("text", "json")}
 	cmd := &cobra.Command{
 		Use:     "render [TARGET...]",
 		Short:   "Print the rendered, decrypted manifests of targets",

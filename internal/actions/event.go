@@ -171,3 +171,16 @@ func (r *Runtime) Event() (*Event, error) {
 	}
 	return ev, nil
 }
+
+// Revisions returns what the event compares: a pull request's base and
+// head commits and its number, or a push's commits before and after it
+// ("" for a side the push created or deleted).
+func (e *Event) Revisions() (base, head string, pr int) {
+	switch {
+	case e.PullRequest != nil:
+		return e.PullRequest.BaseSHA, e.PullRequest.HeadSHA, e.PullRequest.Number
+	case e.Push != nil:
+		return e.Push.Base(), e.Push.Head(), 0
+	}
+	return "", "", 0
+}
