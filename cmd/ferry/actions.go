@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,19 +17,6 @@ import (
 // (the generic action.yml at the repository root). The other inputs are
 // the command's flags and those of actions.CommandLine.
 const inputCommand = "command"
-
-// inputFlags lists, by input name, the flags of cmd that inputs reach.
-func inputFlags(cmd *cobra.Command) map[string]*pflag.Flag {
-	out := map[string]*pflag.Flag{}
-	visit := func(f *pflag.Flag) {
-		if f.Name != "help" {
-			out[actions.FlagInput(f.Name)] = f
-		}
-	}
-	cmd.LocalFlags().VisitAll(visit)
-	cmd.InheritedFlags().VisitAll(visit)
-	return out
-}
 
 // takesTargets reports whether cmd takes targets as arguments: its usage
 // line names TARGET.
@@ -162,7 +150,7 @@ func (e *env) inputArgs(args []string, newRoot func(*env) *cobra.Command) ([]str
 	path := strings.Fields(cmd.CommandPath())[1:]
 	out := append(append(path, in.Flags...), rest...)
 	if len(in.Targets) > 0 {
-		if !contains(rest, "--") {
+		if !slices.Contains(rest, "--") {
 			out = append(out, "--")
 		}
 		out = append(out, in.Targets...)
@@ -180,19 +168,10 @@ func (e *env) commandInput(probe *cobra.Command, args []string) ([]string, error
 	if !ok {
 		return nil, fmt.Errorf("input %s is required: the ferry command to run (one of %s)", inputCommand, strings.Join(commandNames(probe), ", "))
 	}
-	if !contains(commandNames(probe), name) {
+	if !slices.Contains(commandNames(probe), name) {
 		return nil, fmt.Errorf("input %s: unknown command %q (want one of %s)", inputCommand, name, strings.Join(commandNames(probe), ", "))
 	}
 	return []string{name}, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // requiredFlags names the flags cmd marks required.

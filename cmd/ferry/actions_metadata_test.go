@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -138,7 +139,7 @@ func registered() map[string]*cobra.Command {
 	root := newRootCmd(&env{getenv: func(string) string { return "" }})
 	out := map[string]*cobra.Command{}
 	for _, c := range root.Commands() {
-		if contains(commandNames(root), c.Name()) && !stepless[c.Name()] {
+		if slices.Contains(commandNames(root), c.Name()) && !stepless[c.Name()] {
 			out[c.Name()] = c
 		}
 	}
@@ -256,7 +257,7 @@ func TestActionInputsMatchFlags(t *testing.T) {
 		}
 	}
 	for name := range cmds {
-		if !contains(stepDirs(t), name) {
+		if !slices.Contains(stepDirs(t), name) {
 			t.Errorf("ferry %s has no steps/%s/action.yml (run with -update-actions)", name, name)
 		}
 	}
@@ -481,3 +482,16 @@ func isList(f *pflag.Flag) bool {
 }
 
 func isBool(f *pflag.Flag) bool { return f.Value.Type() == "bool" }
+
+// inputFlags lists, by input name, the flags of cmd that inputs reach.
+func inputFlags(cmd *cobra.Command) map[string]*pflag.Flag {
+	out := map[string]*pflag.Flag{}
+	visit := func(f *pflag.Flag) {
+		if f.Name != "help" {
+			out[actions.FlagInput(f.Name)] = f
+		}
+	}
+	cmd.LocalFlags().VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	return out
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -99,7 +100,7 @@ func TestWorkflowsUseKnownInputs(t *testing.T) {
 		"examples/workflows/github/diff.yaml", "examples/workflows/github/deploy.yaml", "examples/workflows/github/drift.yaml", "examples/workflows/github/bump.yaml",
 		"examples/workflows/gitea/diff.yaml", "examples/workflows/gitea/deploy.yaml", "examples/workflows/gitea/drift.yaml", "examples/workflows/gitea/bump.yaml",
 	} {
-		if !contains(files, filepath.Join(repoRoot, want)) {
+		if !slices.Contains(files, filepath.Join(repoRoot, want)) {
 			t.Errorf("%s is missing", want)
 		}
 	}

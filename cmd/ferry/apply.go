@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -88,8 +89,8 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	if _, err := io.WriteString(e.stdout, e.masker.Mask(out.String())); err != nil {
 		return err
 	}
-	e.output("applied", countChanges(sets, kube.Created, kube.Configured))
-	e.output("pruned", countChanges(sets, kube.Pruned))
+	e.output("applied", strconv.Itoa(kube.CountAll(sets, kube.Created, kube.Configured)))
+	e.output("pruned", strconv.Itoa(kube.CountAll(sets, kube.Pruned)))
 	e.summary(kube.MarkdownChangeSets(sets))
 	return applyErr
 }

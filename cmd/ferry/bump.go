@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -73,7 +71,7 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	opts.Scan.InsecureRegistries = o.insecure
 	opts.Scan.MaxTags, opts.Scan.Timeout, opts.Scan.Concurrency = o.maxTags, o.timeout, o.concurrency
 	var err error
-	if opts.Pushed, opts.PushedBy, err = e.pushedImages(o.webhookPayload); err != nil {
+	if opts.Pushed, opts.PushedBy, err = bump.PushedImages(o.webhookPayload, e.event); err != nil {
 		return err
 	}
 	scan, err := bump.Run(cmd.Context(), opts)
@@ -112,39 +110,4 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	}
 	images.WriteReport(e.stdout, res, cs, "changed")
 	return nil
-}
-
-// pushedImages returns the image repositories a registry push event
-// names, and where it came from: the --webhook-payload file, or else, in
-// an Actions step started by a repository_dispatch or workflow_dispatch
-// whose payload names an "image" (or "images"), that event. None (scan
-// every policy) for any other event, such as a schedule.
-func (e *env) pushedImages(file string) ([]string, string, error) {
-	if file != "" {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return nil, "", fmt.Errorf("--webhook-payload: %w", err)
-		}
-		imgs, err := images.ParseWebhook(data)
-		if err != nil {
-			return nil, "", fmt.Errorf("--webhook-payload %s: %w", file, err)
-		}
-		return imgs, "the webhook", nil
-	}
-	ev, err := e.event()
-	if err != nil || ev == nil || ev.Dispatch == nil {
-		return nil, "", err
-	}
-	if ev.Dispatch.String("image") == "" && ev.Dispatch.ClientPayload["images"] == nil {
-		return nil, "", nil // dispatched by hand, no image: scan everything
-	}
-	payload, err := json.Marshal(ev.Dispatch.ClientPayload)
-	if err != nil {
-		return nil, "", err
-	}
-	imgs, err := images.ParseWebhook(payload)
-	if err != nil {
-		return nil, "", fmt.Errorf("the %s event (GITHUB_EVENT_PATH): %w", ev.Name, err)
-	}
-	return imgs, "the " + ev.Name + " event", nil
 }

@@ -26,14 +26,7 @@ func postDiffComment(cmd *cobra.Command, e *env, o *diffOptions, blocks []string
 	if err != nil {
 		return fmt.Errorf("--comment on pull request #%d: %w (the full report is in the step summary and --report-file)", o.pr, err)
 	}
-	what := "unchanged"
-	switch {
-	case len(res.Created) > 0 && len(res.Edited) == 0:
-		what = "created"
-	case res.Writes() > 0:
-		what = "updated"
-	}
-	msg := fmt.Sprintf("ferry: pull request #%d: diff comment %s (%d part(s))", o.pr, what, res.Parts)
+	msg := fmt.Sprintf("ferry: pull request #%d: diff comment %s (%d part(s))", o.pr, res.Action(), res.Parts)
 	if res.URL != "" {
 		msg += ": " + res.URL
 	}

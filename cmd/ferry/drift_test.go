@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -555,7 +556,7 @@ spec:
 			t.Fatalf("%s: %d issues, want 1: %+v", name, len(list), list)
 		}
 		is := list[0]
-		if is.Title != "Drift detected in app" || is.State != state || !contains(is.Labels, "ferry-drift") ||
+		if is.Title != "Drift detected in app" || is.State != state || !slices.Contains(is.Labels, "ferry-drift") ||
 			!strings.Contains(is.Body, "<!-- ferry:drift target=app -->") {
 			t.Errorf("%s: issue %+v", name, is)
 		}

@@ -55,6 +55,18 @@ type SyncResult struct {
 // Writes counts the write calls Sync made.
 func (r SyncResult) Writes() int { return len(r.Created) + len(r.Edited) + len(r.Deleted) }
 
+// Action says what the sync did to the comment: created, updated or
+// unchanged.
+func (r SyncResult) Action() string {
+	switch {
+	case len(r.Created) > 0 && len(r.Edited) == 0:
+		return "created"
+	case r.Writes() > 0:
+		return "updated"
+	}
+	return "unchanged"
+}
+
 func (s Sticky) withDefaults() Sticky {
 	if s.Limit <= 0 {
 		s.Limit = DefaultLimit

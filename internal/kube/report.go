@@ -127,3 +127,16 @@ func MarkdownChangeSets(sets []*ChangeSet) string {
 	}
 	return b.String()
 }
+
+// CountAll counts the changes of every set whose action is one of those
+// given: the apply step's outputs applied (created or configured) and
+// pruned.
+func CountAll(sets []*ChangeSet, of ...Action) int {
+	n := 0
+	for _, cs := range sets {
+		for _, a := range of {
+			n += cs.Count(a)
+		}
+	}
+	return n
+}
