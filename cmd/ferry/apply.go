@@ -107,14 +107,8 @@ func (o *applyOptions) selectTargets(ctx context.Context, e *env, args []string)
 	if err != nil {
 		return nil, nil, err
 	}
-	var blocked []error
-	for _, t := range targets {
-		if err := repo.Blocked(t); err != nil {
-			blocked = append(blocked, err)
-		}
-	}
-	if len(blocked) > 0 {
-		return nil, nil, fmt.Errorf("nothing was applied: %w", errors.Join(blocked...))
+	if err := repo.Blocked(targets...); err != nil {
+		return nil, nil, fmt.Errorf("nothing was applied: %w", err)
 	}
 	return repo, targets, nil
 }

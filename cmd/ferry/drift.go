@@ -75,11 +75,9 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	}
 	var issueForge forge.Forge
 	if issues {
-		f, err := o.issueForge(e)
-		if err != nil {
+		if issueForge, err = o.issueForge(e); err != nil {
 			return err
 		}
-		issueForge = f
 	}
 	repo, err := e.loadRepo(ctx, o.repo, false)
 	if err != nil {
@@ -89,23 +87,7 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	if err != nil {
 		return err
 	}
-	revision, isAncestor := checkedOut(e, repo.Root, o.revision)
-	checks, byName := driftTargets(ctx, repo, targets)
-	reports := drift.Check(ctx, checks, drift.CheckOptions{
-		Connect:     func(name string) (*kube.Client, error) { return o.cluster.client(e, byName[name]) },
-		Compare:     o.compare,
-		Concurrency: o.concurrency,
-		Heal:        o.heal,
-		Apply:       o.apply,
-		Revision:    revision,
-		IsAncestor:  isAncestor,
-		Mask:        e.masker,
-	})
-	// Detect masked what it compared; render, cluster and heal errors are
-	// masked here.
-	for _, r := range reports {
-		e.masker.Redact(r)
-	}
+	reports, revision := o.check(ctx, e, repo, targets)
 	var issueErr error
 	if issues {
 		run := actions.New(e.getenv, e.stdout).RunURL()
@@ -123,6 +105,29 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	}
 
 	return o.driftStatus(reports, issueErr)
+}
+
+// check compares the targets with their clusters (and heals them with
+// --heal) at the checked-out revision; the reports come back masked.
+func (o *driftOptions) check(ctx context.Context, e *env, repo *config.Repo, targets []*config.Target) ([]*drift.Report, string) {
+	revision, isAncestor := checkedOut(e, repo.Root, o.revision)
+	checks, byName := driftTargets(ctx, repo, targets)
+	reports := drift.Check(ctx, checks, drift.CheckOptions{
+		Connect:     func(name string) (*kube.Client, error) { return o.cluster.client(e, byName[name]) },
+		Compare:     o.compare,
+		Concurrency: o.concurrency,
+		Heal:        o.heal,
+		Apply:       o.apply,
+		Revision:    revision,
+		IsAncestor:  isAncestor,
+		Mask:        e.masker,
+	})
+	// Detect masked what it compared; render, cluster and heal errors are
+	// masked here.
+	for _, r := range reports {
+		e.masker.Redact(r)
+	}
+	return reports, revision
 }
 
 // reportKinds reads --report: a step summary, drift issues, or none.

@@ -274,14 +274,27 @@ func (r *Repo) State(ctx context.Context, t *Target) error {
 	return err
 }
 
-// Blocked is why the target cannot be applied or checked for drift: its
-// own error, or that of a target it depends on (directly or not), nil when
-// none has one. Rendering needs no dependency; applying does.
-func (r *Repo) Blocked(t *Target) error {
+// Blocked is why the targets cannot be applied or checked for drift: for
+// each, its own error or that of a target it depends on (directly or not),
+// all joined; nil when none has one. Rendering needs no dependency;
+// applying does.
+func (r *Repo) Blocked(ts ...*Target) error {
 	byName := make(map[string]*Target, len(r.Targets))
 	for _, o := range r.Targets {
 		byName[o.Name] = o
 	}
+	var errs []error
+	for _, t := range ts {
+		if err := blockedBy(t, byName); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// blockedBy is why t is blocked: its own error, or that of the first target
+// it depends on (directly or not) that has one.
+func blockedBy(t *Target, byName map[string]*Target) error {
 	seen := map[*Target]bool{}
 	var walk func(d *Target) error
 	walk = func(d *Target) error {
