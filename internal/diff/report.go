@@ -1,6 +1,8 @@
-// Package diff compares two renders of a repository object by object and
-// returns a typed Report, with markdown, text and JSON renderers. Secret
-// values never enter a report: Secrets are compared key by key.
+// Package diff finds the targets a change between two revisions affects
+// (a Plan, also as workflow matrices), compares their renders object by
+// object and returns a typed Report, with markdown, text and JSON
+// renderers. Secret values never enter a report: Secrets are compared key
+// by key.
 package diff
 
 import (
