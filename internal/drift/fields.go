@@ -3,6 +3,7 @@ package drift
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 
@@ -57,17 +58,7 @@ func managersOf(others []owner, p fieldpath.Path) []string {
 		}
 	}
 	sort.Strings(out)
-	return dedupe(out)
-}
-
-func dedupe(sorted []string) []string {
-	out := sorted[:0]
-	for i, s := range sorted {
-		if i == 0 || s != sorted[i-1] {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.Compact(out)
 }
 
 // compareFields lists the fields ferry would own after applying (its
