@@ -386,9 +386,12 @@ type ChangeSet struct {
 }
 
 // Changes lists every rewritten value, by file and line.
-func (cs *ChangeSet) Changes() []Change {
+func (cs *ChangeSet) Changes() []Change { return changesOf(cs.Files) }
+
+// changesOf lists the rewritten values of files, by file and line.
+func changesOf(files []FileChange) []Change {
 	var out []Change
-	for _, f := range cs.Files {
+	for _, f := range files {
 		out = append(out, f.Changes...)
 	}
 	return out
