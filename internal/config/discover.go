@@ -34,16 +34,15 @@ func (r *Repo) discover(ctx context.Context) error {
 	if err := checkClusterNames(roots); err != nil {
 		return err
 	}
+	r.artifacts = indexArtifacts(objs, inc)
 	d := &discovery{
 		r:       r,
 		roots:   roots,
 		self:    selfSources(objs, roots),
+		idx:     indexKustomizations(objs, roots),
 		byKey:   map[string]*Target{},
 		reached: map[string]bool{},
 	}
-	r.artifacts = indexArtifacts(objs, inc)
-	d.idx = indexKustomizations(objs, roots)
-
 	if err := d.renderRoots(ctx); err != nil {
 		return err
 	}
