@@ -34,124 +34,20 @@ func (r *Repo) discover(ctx context.Context) error {
 	if err := checkClusterNames(roots); err != nil {
 		return err
 	}
-	self := selfSources(objs, roots)
 	r.artifacts = indexArtifacts(objs, inc)
-	idx := indexKustomizations(objs, roots)
-	byKey := map[string]*Target{} // cluster/namespace/name
-
-	add := func(cluster string, ks *unstructured.Unstructured, origin string) *Target {
-		ns := namespaceOr(ks.GetNamespace())
-		key := cluster + "/" + ns + "/" + ks.GetName()
-		if _, dup := byKey[key]; dup {
-			return nil
-		}
-		t := &Target{
-			Name:          ks.GetName(),
-			Cluster:       cluster,
-			Namespace:     ns,
-			Origin:        origin,
-			Kustomization: ks,
-		}
-		t.fillFromSpec()
-		for _, d := range dependsOn(ks) {
-			if d.Namespace == "" {
-				d.Namespace = ns
-			}
-			t.deps = append(t.deps, d)
-		}
-		if reason := r.resolveSource(t, self); reason != "" {
-			r.Skipped = append(r.Skipped, Skipped{Name: t.Name, Cluster: cluster, Origin: origin, Reason: reason})
-			byKey[key] = nil
-			return nil
-		}
-		if r.File != nil {
-			if c, ok := r.File.Clusters[cluster]; ok {
-				t.useCluster(c)
-			}
-		}
-		byKey[key] = t
-		r.Targets = append(r.Targets, t)
-		return t
+	d := &discovery{
+		r:       r,
+		roots:   roots,
+		self:    selfSources(objs, roots),
+		idx:     indexKustomizations(objs, roots),
+		byKey:   map[string]*Target{},
+		reached: map[string]bool{},
 	}
-	// origin finds the file a rendered Kustomization came from: one of its
-	// own cluster's folder first, then one outside every cluster folder
-	// (an apps tree shared by clusters). The file is then reached, and the
-	// fallback scan leaves it alone.
-	reached := map[string]bool{} // file:line
-	origin := func(cluster string, ks *unstructured.Unstructured, via string) string {
-		for _, want := range []string{cluster, ""} {
-			for _, k := range idx.byName[nameInCluster{ks.GetName(), want}] {
-				// The file may leave the namespace to its kustomization.
-				if ns := k.Object.GetNamespace(); ns == ks.GetNamespace() || ns == "" {
-					reached[k.where] = true
-					return k.where
-				}
-			}
-		}
-		return "rendered from " + via
+	if err := d.renderRoots(ctx); err != nil {
+		return err
 	}
-
-	var queue []*Target
-	for _, root := range roots {
-		r.Clusters = append(r.Clusters, root.Cluster)
-		rootKs := syntheticKustomization(root.Name, root.Path)
-		dir := r.Root
-		if root.sync != nil {
-			rootKs = root.sync.Object.DeepCopy()
-			// The root renders from its sync source: this repository, or
-			// a folder ferry.yaml maps it to. One ferry cannot reach
-			// leaves the cluster's Kustomizations to the file scan.
-			kind, ns, name := sourceRef(rootKs, namespaceOr(rootKs.GetNamespace()))
-			var reason string
-			if dir, reason = r.sourceDir(kind, ns, name, self); reason != "" {
-				r.Skipped = append(r.Skipped, Skipped{Name: rootKs.GetName(), Cluster: root.Name, Origin: root.Origin, Reason: "cluster root " + root.Path + ": " + reason})
-				continue
-			}
-		}
-		res, err := render.Build(ctx, render.Spec{Name: "cluster root " + root.Path, Root: dir, Kustomization: rootKs}, r.opts)
-		if err != nil {
-			return fmt.Errorf("discovering targets of cluster %q: %w", root.Name, err)
-		}
-		r.rootVars[root.Name] = substitutionSources(res.Set.Objects)
-		idx.markRead(reached, r.repoFiles(dir, res.Files))
-		for _, o := range res.Set.Objects {
-			if !isKustomization(o) || (root.sync != nil && o.GetName() == root.sync.Object.GetName() && o.GetNamespace() == root.sync.Object.GetNamespace()) {
-				continue
-			}
-			if t := add(root.Name, o, origin(root.Name, o, root.Path)); t != nil {
-				queue = append(queue, t)
-			}
-		}
-	}
-	for len(queue) > 0 {
-		t := queue[0]
-		queue = queue[1:]
-		res, err := r.Render(ctx, t)
-		if err != nil {
-			continue // reported when the target is rendered
-		}
-		idx.markRead(reached, res.Files) // repository-relative (Repo.Render)
-		for _, o := range res.Set.Objects {
-			if isKustomization(o) {
-				if c := add(t.Cluster, o, origin(t.Cluster, o, t.Name)); c != nil {
-					queue = append(queue, c)
-				}
-			}
-		}
-	}
-
-	// Fallback: Kustomization files no root reached.
-	for _, k := range idx.all {
-		if isSyncOf(k.FluxObject, roots) || reached[k.where] {
-			continue
-		}
-		obj := k.Object.DeepCopy()
-		// As the kustomization that includes the file would build it.
-		if ns := inc.namespaceOf(k.File); ns != "" {
-			obj.SetNamespace(ns)
-		}
-		add(k.cluster, obj, k.where)
-	}
+	d.renderTargets(ctx)
+	d.addUnreached(inc)
 	r.skipUnhandled(objs, roots)
 	r.nameTargets()
 	if err := checkDiscoveredNames(r.Targets, r.Skipped); err != nil {
@@ -159,6 +55,174 @@ func (r *Repo) discover(ctx context.Context) error {
 	}
 	r.forgetDiscoveryRenders()
 	return nil
+}
+
+// discovery is one run of Repo.discover: what the file scan found, and
+// the targets and files reached so far.
+type discovery struct {
+	r     *Repo
+	roots []clusterRoot
+	self  map[string]bool // selfSources
+	idx   *kustomizationIndex
+	// byKey holds the targets added, by cluster/namespace/name; nil for
+	// one skipped.
+	byKey map[string]*Target
+	// reached holds the Kustomizations (file:line) a render holds, which
+	// the fallback scan leaves alone.
+	reached map[string]bool
+	// queue holds the targets whose render is still to be searched.
+	queue []*Target
+}
+
+// renderRoots renders each cluster's root and adds the Kustomizations in
+// it, except the root's own sync Kustomization, as targets. A root whose
+// source ferry cannot reach is skipped, which leaves the cluster's
+// Kustomizations to the file scan.
+func (d *discovery) renderRoots(ctx context.Context) error {
+	r := d.r
+	for _, root := range d.roots {
+		r.Clusters = append(r.Clusters, root.Cluster)
+		rootKs, dir, ok := d.rootSource(root)
+		if !ok {
+			continue
+		}
+		res, err := render.Build(ctx, render.Spec{Name: "cluster root " + root.Path, Root: dir, Kustomization: rootKs}, r.opts)
+		if err != nil {
+			return fmt.Errorf("discovering targets of cluster %q: %w", root.Name, err)
+		}
+		r.rootVars[root.Name] = substitutionSources(res.Set.Objects)
+		d.idx.markRead(d.reached, r.repoFiles(dir, res.Files))
+		for _, o := range res.Set.Objects {
+			if !isKustomization(o) || (root.sync != nil && o.GetName() == root.sync.Object.GetName() && o.GetNamespace() == root.sync.Object.GetNamespace()) {
+				continue
+			}
+			d.enqueue(d.add(root.Name, o, d.origin(root.Name, o, root.Path)))
+		}
+	}
+	return nil
+}
+
+// rootSource is the Kustomization a cluster root renders as, and the
+// folder it renders from: its sync Kustomization over its sync source
+// (this repository, or a folder ferry.yaml maps it to), or a synthetic one
+// over the repository for a clusters/<name> folder. When ferry cannot
+// reach the sync source it records the root as skipped and returns false.
+func (d *discovery) rootSource(root clusterRoot) (*unstructured.Unstructured, string, bool) {
+	r := d.r
+	if root.sync == nil {
+		return syntheticKustomization(root.Name, root.Path), r.Root, true
+	}
+	rootKs := root.sync.Object.DeepCopy()
+	kind, ns, name := sourceRef(rootKs, namespaceOr(rootKs.GetNamespace()))
+	dir, reason := r.sourceDir(kind, ns, name, d.self)
+	if reason != "" {
+		r.Skipped = append(r.Skipped, Skipped{Name: rootKs.GetName(), Cluster: root.Name, Origin: root.Origin, Reason: "cluster root " + root.Path + ": " + reason})
+		return nil, "", false
+	}
+	return rootKs, dir, true
+}
+
+// renderTargets renders each queued target, in the order found, and adds
+// the Kustomizations in its render as targets of its cluster, which are
+// rendered in turn. A target that fails to render is left for the error
+// to be reported when it is rendered again.
+func (d *discovery) renderTargets(ctx context.Context) {
+	for len(d.queue) > 0 {
+		t := d.queue[0]
+		d.queue = d.queue[1:]
+		res, err := d.r.Render(ctx, t)
+		if err != nil {
+			continue
+		}
+		d.idx.markRead(d.reached, res.Files) // repository-relative (Repo.Render)
+		for _, o := range res.Set.Objects {
+			if isKustomization(o) {
+				d.enqueue(d.add(t.Cluster, o, d.origin(t.Cluster, o, t.Name)))
+			}
+		}
+	}
+}
+
+// addUnreached adds as targets the Kustomization files no render reached
+// (sync Kustomizations aside), in the namespace the kustomization that
+// includes the file would give them.
+func (d *discovery) addUnreached(inc *includes) {
+	for _, k := range d.idx.all {
+		if isSyncOf(k.FluxObject, d.roots) || d.reached[k.where] {
+			continue
+		}
+		obj := k.Object.DeepCopy()
+		if ns := inc.namespaceOf(k.File); ns != "" {
+			obj.SetNamespace(ns)
+		}
+		d.add(k.cluster, obj, k.where)
+	}
+}
+
+// enqueue queues a target just added for its render to be searched; nil
+// (not added) is left out.
+func (d *discovery) enqueue(t *Target) {
+	if t != nil {
+		d.queue = append(d.queue, t)
+	}
+}
+
+// add makes a target of the Kustomization ks of cluster, found at origin,
+// and returns it. It returns nil, adding nothing, when a target of that
+// cluster, namespace and name was added (or skipped) already, and when
+// ferry cannot reach the target's source, which it records as skipped.
+func (d *discovery) add(cluster string, ks *unstructured.Unstructured, origin string) *Target {
+	r := d.r
+	ns := namespaceOr(ks.GetNamespace())
+	key := cluster + "/" + ns + "/" + ks.GetName()
+	if _, dup := d.byKey[key]; dup {
+		return nil
+	}
+	t := &Target{
+		Name:          ks.GetName(),
+		Cluster:       cluster,
+		Namespace:     ns,
+		Origin:        origin,
+		Kustomization: ks,
+	}
+	t.fillFromSpec()
+	for _, dep := range dependsOn(ks) {
+		if dep.Namespace == "" {
+			dep.Namespace = ns
+		}
+		t.deps = append(t.deps, dep)
+	}
+	if reason := r.resolveSource(t, d.self); reason != "" {
+		r.Skipped = append(r.Skipped, Skipped{Name: t.Name, Cluster: cluster, Origin: origin, Reason: reason})
+		d.byKey[key] = nil
+		return nil
+	}
+	if r.File != nil {
+		if c, ok := r.File.Clusters[cluster]; ok {
+			t.useCluster(c)
+		}
+	}
+	d.byKey[key] = t
+	r.Targets = append(r.Targets, t)
+	return t
+}
+
+// origin finds the file a rendered Kustomization came from: one of its
+// own cluster's folder first, then one outside every cluster folder (an
+// apps tree shared by clusters), and marks it reached, so that the
+// fallback scan leaves it alone. A Kustomization in no file was
+// "rendered from" via.
+func (d *discovery) origin(cluster string, ks *unstructured.Unstructured, via string) string {
+	for _, want := range []string{cluster, ""} {
+		for _, k := range d.idx.byName[nameInCluster{ks.GetName(), want}] {
+			// The file may leave the namespace to its kustomization.
+			if ns := k.Object.GetNamespace(); ns == ks.GetNamespace() || ns == "" {
+				d.reached[k.where] = true
+				return k.where
+			}
+		}
+	}
+	return "rendered from " + via
 }
 
 // unhandled says why ferry does not render a Flux object that makes

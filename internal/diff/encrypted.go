@@ -39,23 +39,7 @@ func encryptedChanges(baseRoot, headRoot string, base, head *render.Result, chan
 		bk := encryptedKeys(filepath.Join(baseRoot, filepath.FromSlash(f)))
 		hk := encryptedKeys(filepath.Join(headRoot, filepath.FromSlash(f)))
 		ef := EncryptedFile{Path: f}
-		for k, v := range hk {
-			old, ok := bk[k]
-			switch {
-			case !ok:
-				ef.Added = append(ef.Added, k)
-			case old != v:
-				ef.Changed = append(ef.Changed, k)
-			}
-		}
-		for k := range bk {
-			if _, ok := hk[k]; !ok {
-				ef.Removed = append(ef.Removed, k)
-			}
-		}
-		sort.Strings(ef.Added)
-		sort.Strings(ef.Removed)
-		sort.Strings(ef.Changed)
+		ef.Added, ef.Removed, ef.Changed = keyChanges(bk, hk)
 		out = append(out, ef)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })

@@ -115,24 +115,32 @@ func compareSecrets(base, head *unstructured.Unstructured) *SecretChange {
 	bv, be := secretValues(base)
 	hv, he := secretValues(head)
 	sc := &SecretChange{Encrypted: be || he}
-	for k, v := range hv {
-		old, ok := bv[k]
+	sc.Added, sc.Removed, sc.Changed = keyChanges(bv, hv)
+	return sc
+}
+
+// keyChanges compares two sets of keys and their values (a Secret's
+// values, an encrypted file's ciphertexts): the keys only head has, those
+// only base has, and those whose value changed, each sorted.
+func keyChanges(base, head map[string]string) (added, removed, changed []string) {
+	for k, v := range head {
+		old, ok := base[k]
 		switch {
 		case !ok:
-			sc.Added = append(sc.Added, k)
+			added = append(added, k)
 		case old != v:
-			sc.Changed = append(sc.Changed, k)
+			changed = append(changed, k)
 		}
 	}
-	for k := range bv {
-		if _, ok := hv[k]; !ok {
-			sc.Removed = append(sc.Removed, k)
+	for k := range base {
+		if _, ok := head[k]; !ok {
+			removed = append(removed, k)
 		}
 	}
-	sort.Strings(sc.Added)
-	sort.Strings(sc.Removed)
-	sort.Strings(sc.Changed)
-	return sc
+	sort.Strings(added)
+	sort.Strings(removed)
+	sort.Strings(changed)
+	return added, removed, changed
 }
 
 func (sc *SecretChange) empty() bool {

@@ -3,12 +3,14 @@ package drift
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/secrets"
@@ -57,17 +59,7 @@ func managersOf(others []owner, p fieldpath.Path) []string {
 		}
 	}
 	sort.Strings(out)
-	return dedupe(out)
-}
-
-func dedupe(sorted []string) []string {
-	out := sorted[:0]
-	for i, s := range sorted {
-		if i == 0 || s != sorted[i-1] {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.Compact(out)
 }
 
 // compareFields lists the fields ferry would own after applying (its
@@ -177,25 +169,7 @@ func lookup(obj any, p fieldpath.Path) (any, bool) {
 			if !ok {
 				return nil, false
 			}
-			found := false
-			for _, item := range l {
-				m, ok := item.(map[string]any)
-				if !ok {
-					continue
-				}
-				match := true
-				for _, k := range *pe.Key {
-					if v, ok := m[k.Name]; !ok || !sameValue(v, k.Value.Unstructured()) {
-						match = false
-						break
-					}
-				}
-				if match {
-					cur, found = item, true
-					break
-				}
-			}
-			if !found {
+			if cur, ok = firstItem(l, func(item any) bool { return hasKeys(item, *pe.Key) }); !ok {
 				return nil, false
 			}
 		case pe.Value != nil:
@@ -204,14 +178,7 @@ func lookup(obj any, p fieldpath.Path) (any, bool) {
 				return nil, false
 			}
 			want := (*pe.Value).Unstructured()
-			found := false
-			for _, item := range l {
-				if sameValue(item, want) {
-					cur, found = item, true
-					break
-				}
-			}
-			if !found {
+			if cur, ok = firstItem(l, func(item any) bool { return sameValue(item, want) }); !ok {
 				return nil, false
 			}
 		case pe.Index != nil:
@@ -225,6 +192,32 @@ func lookup(obj any, p fieldpath.Path) (any, bool) {
 		}
 	}
 	return cur, true
+}
+
+// firstItem is the first item of a list that matches.
+func firstItem(l []any, match func(any) bool) (any, bool) {
+	for _, item := range l {
+		if match(item) {
+			return item, true
+		}
+	}
+	return nil, false
+}
+
+// hasKeys says whether a list item is an object with the key fields of an
+// associative list's element (a container's name, a port's number and
+// protocol).
+func hasKeys(item any, keys value.FieldList) bool {
+	m, ok := item.(map[string]any)
+	if !ok {
+		return false
+	}
+	for _, k := range keys {
+		if v, ok := m[k.Name]; !ok || !sameValue(v, k.Value.Unstructured()) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameValue compares two unstructured values as JSON, so that int64(2)

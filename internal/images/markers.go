@@ -119,13 +119,7 @@ func parseLine(line []byte) (m Marker, ok bool, err error) {
 		i = skipBlank(s, i+1)
 	}
 	if i == len(s) || s[i] == '#' {
-		if ref, isMarker, err := parseComment(s[i:]); isMarker {
-			if err != nil {
-				return m, false, err
-			}
-			return m, false, fmt.Errorf("marker %q is on an empty sequence item", ref)
-		}
-		return m, false, nil
+		return m, false, markerWithoutValue(s[i:], "an empty sequence item")
 	}
 	// A key, or a bare sequence item.
 	tokOff, tokEnd, quote, err := scanScalar(s, i, true)
@@ -137,13 +131,7 @@ func parseLine(line []byte) (m Marker, ok bool, err error) {
 		// It was a key: the value follows.
 		i = skipBlank(s, j+1)
 		if i == len(s) || s[i] == '#' {
-			if ref, isMarker, err := parseComment(s[i:]); isMarker {
-				if err != nil {
-					return m, false, err
-				}
-				return m, false, fmt.Errorf("marker %q is on a key without a value", ref)
-			}
-			return m, false, nil
+			return m, false, markerWithoutValue(s[i:], "a key without a value")
 		}
 		if tokOff, tokEnd, quote, err = scanScalar(s, i, false); err != nil {
 			return m, false, markerErrorIfMarked(s, err)
@@ -246,6 +234,20 @@ func scanScalar(s string, i int, keyPos bool) (off, end int, quote byte, err err
 		k--
 	}
 	return i, k, 0, nil
+}
+
+// markerWithoutValue is the error of a marker in comment, the rest of a
+// line that has no value for it to set (on what: "an empty sequence
+// item"), or why the marker is malformed; nil when comment holds none.
+func markerWithoutValue(comment, on string) error {
+	ref, isMarker, err := parseComment(comment)
+	switch {
+	case !isMarker:
+		return nil
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("marker %q is on %s", ref, on)
 }
 
 // parseComment reads a line comment ("# ...") as a marker. isMarker is
@@ -384,9 +386,12 @@ type ChangeSet struct {
 }
 
 // Changes lists every rewritten value, by file and line.
-func (cs *ChangeSet) Changes() []Change {
+func (cs *ChangeSet) Changes() []Change { return changesOf(cs.Files) }
+
+// changesOf lists the rewritten values of files, by file and line.
+func changesOf(files []FileChange) []Change {
 	var out []Change
-	for _, f := range cs.Files {
+	for _, f := range files {
 		out = append(out, f.Changes...)
 	}
 	return out

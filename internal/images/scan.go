@@ -233,6 +233,21 @@ func (s *session) open(ctx context.Context, rt http.RoundTripper) (*remote.Pulle
 // an error. Errors (invalid policies, registries that refuse or do not
 // answer) are collected and returned together; then the result is nil.
 func Scan(ctx context.Context, policies []*Policy, opts ScanOptions) (*ScanResult, error) {
+	opts = opts.withDefaults()
+	plan, err := planScan(policies, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := plan.run(ctx, opts); err != nil {
+		return nil, err
+	}
+	return plan.result, nil
+}
+
+// withDefaults fills in, from DefaultScanOptions, the options a caller
+// left zero, and the transport with remote.DefaultTransport. Retries is
+// left as given: zero asks for none.
+func (opts ScanOptions) withDefaults() ScanOptions {
 	def := DefaultScanOptions()
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = def.Concurrency
@@ -252,65 +267,124 @@ func Scan(ctx context.Context, policies []*Policy, opts ScanOptions) (*ScanResul
 	if opts.Transport == nil {
 		opts.Transport = remote.DefaultTransport
 	}
+	return opts
+}
+
+// scanPlan is a scan's jobs, in the order of their first policy, and the
+// result they fill in, a PolicyResult per policy in the order given.
+type scanPlan struct {
+	jobs   []*job
+	result *ScanResult
+}
+
+// planner groups policies into jobs, one per repository and credentials;
+// the jobs of one registry and credentials share a session, up to
+// maxScopes repositories each.
+type planner struct {
+	creds    Credentials
+	docker   map[string]authn.AuthConfig // parseDockerConfig
+	insecure map[string]bool             // ScanOptions.InsecureRegistries
+	jobs     map[string]*job             // by scheme, repository, credentials' source
+	sessions map[string]*session         // by scheme, registry, credentials' source
+	order    []*job
+}
+
+// planScan compiles every policy and gives it to the job of its
+// repository. The errors of all invalid policies are returned together.
+func planScan(policies []*Policy, opts ScanOptions) (*scanPlan, error) {
 	docker, err := parseDockerConfig(opts.Credentials.DockerConfig)
 	if err != nil {
 		return nil, err
 	}
-	insecure := map[string]bool{}
-	for _, h := range opts.InsecureRegistries {
-		insecure[h] = true
+	p := &planner{
+		creds:    opts.Credentials,
+		docker:   docker,
+		insecure: map[string]bool{},
+		jobs:     map[string]*job{},
+		sessions: map[string]*session{},
 	}
-
+	for _, h := range opts.InsecureRegistries {
+		p.insecure[h] = true
+	}
 	var errs []error
 	result := &ScanResult{}
-	jobs := map[string]*job{}
-	sessions := map[string]*session{}
-	var order []string
-	for _, p := range policies {
-		sel, err := p.Compile()
+	for _, pol := range policies {
+		r, err := p.add(pol)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		var nopts []name.Option
-		if p.Insecure {
-			nopts = append(nopts, name.Insecure)
-		}
-		repo, err := name.NewRepository(p.Image, nopts...)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: image %q: %v", p.where(), p.Image, err))
-			continue
-		}
-		if !p.Insecure && insecure[repo.RegistryStr()] {
-			repo, _ = name.NewRepository(p.Image, name.Insecure)
-		}
-		auth, source := credentialsFor(p, repo.RegistryStr(), opts.Credentials, docker)
-		key := repo.Scheme() + "://" + repo.Name() + "\x00" + source
-		j, ok := jobs[key]
-		if !ok {
-			skey := repo.Scheme() + "://" + repo.RegistryStr() + "\x00" + source
-			s := sessions[skey]
-			if s == nil || len(s.scopes) == maxScopes {
-				s = &session{reg: repo.Registry, auth: auth}
-				sessions[skey] = s
-			}
-			s.scopes = append(s.scopes, repo.Scope(transport.PullScope))
-			j = &job{repo: repo, source: source, session: s}
-			jobs[key] = j
-			order = append(order, key)
-		}
-		r := &PolicyResult{Policy: p}
-		j.selected = append(j.selected, sel)
-		j.results = append(j.results, r)
 		result.Policies = append(result.Policies, r)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	return &scanPlan{jobs: p.order, result: result}, nil
+}
 
+// add compiles the policy and adds it, with its result, to the job of
+// its repository.
+func (p *planner) add(pol *Policy) (*PolicyResult, error) {
+	sel, err := pol.Compile()
+	if err != nil {
+		return nil, err
+	}
+	repo, err := p.repository(pol)
+	if err != nil {
+		return nil, err
+	}
+	j := p.jobFor(pol, repo)
+	r := &PolicyResult{Policy: pol}
+	j.selected = append(j.selected, sel)
+	j.results = append(j.results, r)
+	return r, nil
+}
+
+// repository is the policy's image repository, read over plain HTTP when
+// the policy or ScanOptions.InsecureRegistries say so.
+func (p *planner) repository(pol *Policy) (name.Repository, error) {
+	var nopts []name.Option
+	if pol.Insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	repo, err := name.NewRepository(pol.Image, nopts...)
+	if err != nil {
+		return name.Repository{}, fmt.Errorf("%s: image %q: %v", pol.where(), pol.Image, err)
+	}
+	if !pol.Insecure && p.insecure[repo.RegistryStr()] {
+		repo, _ = name.NewRepository(pol.Image, name.Insecure)
+	}
+	return repo, nil
+}
+
+// jobFor is the job reading repo with the policy's credentials, made (and
+// given a session) the first time it is asked for.
+func (p *planner) jobFor(pol *Policy, repo name.Repository) *job {
+	auth, source := credentialsFor(pol, repo.RegistryStr(), p.creds, p.docker)
+	key := repo.Scheme() + "://" + repo.Name() + "\x00" + source
+	if j, ok := p.jobs[key]; ok {
+		return j
+	}
+	skey := repo.Scheme() + "://" + repo.RegistryStr() + "\x00" + source
+	s := p.sessions[skey]
+	if s == nil || len(s.scopes) == maxScopes {
+		s = &session{reg: repo.Registry, auth: auth}
+		p.sessions[skey] = s
+	}
+	s.scopes = append(s.scopes, repo.Scope(transport.PullScope))
+	j := &job{repo: repo, source: source, session: s}
+	p.jobs[key] = j
+	p.order = append(p.order, j)
+	return j
+}
+
+// run runs every job at once, those of one registry opts.Concurrency at a
+// time, through one retrying transport. The jobs' errors are returned
+// together, sorted.
+func (plan *scanPlan) run(ctx context.Context, opts ScanOptions) error {
 	slots := map[string]chan struct{}{}
-	for _, key := range order {
-		reg := jobs[key].repo.RegistryStr()
+	for _, j := range plan.jobs {
+		reg := j.repo.RegistryStr()
 		if slots[reg] == nil {
 			slots[reg] = make(chan struct{}, opts.Concurrency)
 		}
@@ -322,24 +396,14 @@ func Scan(ctx context.Context, policies []*Policy, opts ScanOptions) (*ScanResul
 		maxWait: opts.MaxRetryWait,
 		sleep:   sleepContext,
 	}
+	var errs []error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, key := range order {
-		j := jobs[key]
+	for _, j := range plan.jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			slot := slots[j.repo.RegistryStr()]
-			select {
-			case slot <- struct{}{}:
-			case <-ctx.Done():
-				mu.Lock()
-				errs = append(errs, j.fail(ctx.Err()))
-				mu.Unlock()
-				return
-			}
-			defer func() { <-slot }()
-			if err := j.run(ctx, rt, opts); err != nil {
+			if err := j.runIn(ctx, slots[j.repo.RegistryStr()], rt, opts); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -347,11 +411,20 @@ func Scan(ctx context.Context, policies []*Policy, opts ScanOptions) (*ScanResul
 		}()
 	}
 	wg.Wait()
-	if len(errs) > 0 {
-		sort.Slice(errs, func(a, b int) bool { return errs[a].Error() < errs[b].Error() })
-		return nil, errors.Join(errs...)
+	sort.Slice(errs, func(a, b int) bool { return errs[a].Error() < errs[b].Error() })
+	return errors.Join(errs...)
+}
+
+// runIn runs the job once it holds one of its registry's slots; a ctx
+// done before then fails it.
+func (j *job) runIn(ctx context.Context, slot chan struct{}, rt http.RoundTripper, opts ScanOptions) error {
+	select {
+	case slot <- struct{}{}:
+	case <-ctx.Done():
+		return j.fail(ctx.Err())
 	}
-	return result, nil
+	defer func() { <-slot }()
+	return j.run(ctx, rt, opts)
 }
 
 // run lists the repository's tags, selects each policy's tag and reads
@@ -363,25 +436,9 @@ func (j *job) run(ctx context.Context, rt http.RoundTripper, opts ScanOptions) e
 	if err != nil {
 		return j.fail(err)
 	}
-	lister, err := puller.Lister(ctx, j.repo)
+	tags, truncated, err := j.listTags(ctx, puller, opts.MaxTags)
 	if err != nil {
 		return j.fail(err)
-	}
-	var tags []string
-	truncated := false
-	for lister.HasNext() {
-		page, err := lister.Next(ctx)
-		if err != nil {
-			return j.fail(err)
-		}
-		tags = append(tags, page.Tags...)
-		if len(tags) >= opts.MaxTags {
-			truncated = lister.HasNext() || len(tags) > opts.MaxTags
-			if len(tags) > opts.MaxTags {
-				tags = tags[:opts.MaxTags]
-			}
-			break
-		}
 	}
 	digests := map[string]string{}
 	for i, sel := range j.selected {
@@ -411,6 +468,31 @@ func (j *job) run(ctx context.Context, rt http.RoundTripper, opts ScanOptions) e
 		digests[tag] = r.Digest
 	}
 	return nil
+}
+
+// listTags lists the repository's tags, at most maxTags of them, and says
+// whether there were more.
+func (j *job) listTags(ctx context.Context, puller *remote.Puller, maxTags int) ([]string, bool, error) {
+	lister, err := puller.Lister(ctx, j.repo)
+	if err != nil {
+		return nil, false, err
+	}
+	var tags []string
+	for lister.HasNext() {
+		page, err := lister.Next(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		tags = append(tags, page.Tags...)
+		if len(tags) >= maxTags {
+			truncated := lister.HasNext() || len(tags) > maxTags
+			if len(tags) > maxTags {
+				tags = tags[:maxTags]
+			}
+			return tags, truncated, nil
+		}
+	}
+	return tags, false, nil
 }
 
 // fail wraps err as a RegistryError naming the job's policies.

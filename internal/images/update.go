@@ -21,13 +21,7 @@ type Update struct {
 }
 
 // Changes lists the update's rewritten values, by file and line.
-func (u *Update) Changes() []Change {
-	var out []Change
-	for _, f := range u.Files {
-		out = append(out, f.Changes...)
-	}
-	return out
-}
+func (u *Update) Changes() []Change { return changesOf(u.Files) }
 
 // Updates computes the pull requests of a scan: one per policy whose
 // markers change, or, grouped, one for all. Each is computed from the

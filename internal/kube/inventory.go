@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -167,8 +168,8 @@ func (c *Client) writeInventory(ctx context.Context, target string, inv *Invento
 	}
 	annotations := map[string]any{
 		AnnotationTooling:    Tooling,
-		AnnotationGroupKinds: strings.Join(dedupe(gks), ","),
-		AnnotationNamespaces: strings.Join(dedupe(extra), ","),
+		AnnotationGroupKinds: strings.Join(slices.Compact(gks), ","),
+		AnnotationNamespaces: strings.Join(slices.Compact(extra), ","),
 		AnnotationTarget:     target,
 	}
 	if inv.Revision != "" {
@@ -245,16 +246,6 @@ func addString(list []string, s string) []string {
 		}
 	}
 	return append(list, s)
-}
-
-func dedupe(sorted []string) []string {
-	out := sorted[:0]
-	for i, s := range sorted {
-		if i == 0 || s != sorted[i-1] {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func ptrTrue() *bool { b := true; return &b }

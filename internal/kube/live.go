@@ -102,12 +102,7 @@ type Comparison struct {
 // the returned error is for what stops the whole comparison: the cluster
 // cannot be reached, the inventory cannot be read, a kind is unknown.
 func (c *Client) Compare(ctx context.Context, objs []*unstructured.Unstructured, opts CompareOptions) (*Comparison, error) {
-	if opts.InventoryNamespace == "" {
-		opts.InventoryNamespace = DefaultInventoryNS
-	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 16
-	}
+	opts = opts.withDefaults()
 	if err := c.reachable(ctx); err != nil {
 		return nil, err
 	}
@@ -124,6 +119,36 @@ func (c *Client) Compare(ctx context.Context, objs []*unstructured.Unstructured,
 		return nil, err
 	}
 	cmp := &Comparison{Target: opts.Target, Cluster: c.Host, Inventory: inv, LeftOut: leftOut}
+	byObject, fetch := cmp.pair(desired, inv, members)
+	if err := c.readNonMembers(ctx, fetch, byObject, opts.Concurrency); err != nil {
+		return nil, err
+	}
+	dry := assess(desired, byObject, inv, opts.DryRunAll)
+	if err := c.dryRunEach(ctx, dry, byObject, opts.Concurrency); err != nil {
+		return nil, err
+	}
+	cmp.Orphans = orphans(desired, members)
+	return cmp, nil
+}
+
+// withDefaults fills in, from DefaultCompareOptions, the options a caller
+// left zero.
+func (opts CompareOptions) withDefaults() CompareOptions {
+	def := DefaultCompareOptions()
+	if opts.InventoryNamespace == "" {
+		opts.InventoryNamespace = def.InventoryNamespace
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = def.Concurrency
+	}
+	return opts
+}
+
+// pair adds a LiveObject per desired object to the comparison, in apply
+// order, with what the inventory records of it and its live state when it
+// is a member. It returns the LiveObject of each object, and the objects
+// of a known kind that are not members and must be read one by one.
+func (cmp *Comparison) pair(desired []*object, inv *Inventory, members map[string]*unstructured.Unstructured) (map[*object]*LiveObject, []*object) {
 	byObject := make(map[*object]*LiveObject, len(desired))
 	var fetch []*object
 	for _, o := range desired {
@@ -139,9 +164,13 @@ func (c *Client) Compare(ctx context.Context, objs []*unstructured.Unstructured,
 		byObject[o] = lo
 		cmp.Objects = append(cmp.Objects, lo)
 	}
+	return byObject, fetch
+}
 
-	// Rendered objects that are not members: missing, or someone else's.
-	err = c.each(ctx, fetch, opts.Concurrency, func(ctx context.Context, o *object) error {
+// readNonMembers reads the rendered objects that are not members: missing
+// (Live stays nil), or someone else's.
+func (c *Client) readNonMembers(ctx context.Context, fetch []*object, byObject map[*object]*LiveObject, concurrency int) error {
+	return c.each(ctx, fetch, concurrency, func(ctx context.Context, o *object) error {
 		u, err := c.resource(o).Get(ctx, o.u.GetName(), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -152,10 +181,13 @@ func (c *Client) Compare(ctx context.Context, objs []*unstructured.Unstructured,
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
+}
 
+// assess sets what the live state says of each object (membership,
+// ferry's fields, unchanged) and returns those to dry-run: every object
+// of a known kind with dryRunAll, otherwise the live ones that applying
+// could change; never one whose read failed.
+func assess(desired []*object, byObject map[*object]*LiveObject, inv *Inventory, dryRunAll bool) []*object {
 	var dry []*object
 	for _, o := range desired {
 		lo := byObject[o]
@@ -171,11 +203,17 @@ func (c *Client) Compare(ctx context.Context, objs []*unstructured.Unstructured,
 		} else {
 			lo.FieldsChanged = true
 		}
-		if o.mapping != nil && lo.Err == nil && (opts.DryRunAll || (lo.Live != nil && !lo.Unchanged)) {
+		if o.mapping != nil && lo.Err == nil && (dryRunAll || (lo.Live != nil && !lo.Unchanged)) {
 			dry = append(dry, o)
 		}
 	}
-	err = c.each(ctx, dry, opts.Concurrency, func(ctx context.Context, o *object) error {
+	return dry
+}
+
+// dryRunEach server-side dry-run applies each object and keeps the result
+// (or the API's error about it) on its LiveObject.
+func (c *Client) dryRunEach(ctx context.Context, dry []*object, byObject map[*object]*LiveObject, concurrency int) error {
+	return c.each(ctx, dry, concurrency, func(ctx context.Context, o *object) error {
 		res, err := c.patch(ctx, o, true, true)
 		if err != nil {
 			return keep(byObject[o], describe(o.id, err))
@@ -183,23 +221,25 @@ func (c *Client) Compare(ctx context.Context, objs []*unstructured.Unstructured,
 		byObject[o].DryRun = res
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
+}
 
+// orphans are the live members no desired object stands for, ordered by
+// identity.
+func orphans(desired []*object, members map[string]*unstructured.Unstructured) []*unstructured.Unstructured {
 	want := make(map[string]bool, len(desired))
 	for _, o := range desired {
 		want[o.key] = true
 	}
+	var out []*unstructured.Unstructured
 	for key, u := range members {
 		if !want[key] {
-			cmp.Orphans = append(cmp.Orphans, u)
+			out = append(out, u)
 		}
 	}
-	sort.Slice(cmp.Orphans, func(i, j int) bool {
-		return manifest.Less(manifest.IDOf(cmp.Orphans[i]), manifest.IDOf(cmp.Orphans[j]))
+	sort.Slice(out, func(i, j int) bool {
+		return manifest.Less(manifest.IDOf(out[i]), manifest.IDOf(out[j]))
 	})
-	return cmp, nil
+	return out
 }
 
 // keep stores an API server's answer about one object on it, and passes
