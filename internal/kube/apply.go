@@ -81,16 +81,18 @@ func DefaultApplyOptions() ApplyOptions {
 	}
 }
 
-// withDefaults fills in the options a caller left zero.
+// withDefaults fills in, from DefaultApplyOptions, the options a caller
+// left zero.
 func withDefaults(opts ApplyOptions) ApplyOptions {
+	def := DefaultApplyOptions()
 	if opts.InventoryNamespace == "" {
-		opts.InventoryNamespace = DefaultInventoryNS
+		opts.InventoryNamespace = def.InventoryNamespace
 	}
 	if opts.MassPruneRatio == 0 {
-		opts.MassPruneRatio = 0.5
+		opts.MassPruneRatio = def.MassPruneRatio
 	}
 	if opts.Concurrency <= 0 {
-		opts.Concurrency = 16
+		opts.Concurrency = def.Concurrency
 	}
 	return opts
 }
