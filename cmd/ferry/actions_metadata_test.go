@@ -80,7 +80,7 @@ type stepInput struct {
 // step of cmd should declare them.
 func expectedInputs(cmd *cobra.Command) []stepInput {
 	var out []stepInput
-	for name, f := range inputFlags(cmd) {
+	for name, f := range actions.InputFlags(cmd.Flags()) {
 		out = append(out, stepInput{name: name, description: flagDoc(f), required: isRequired(f)})
 	}
 	extra := func(name string) {
@@ -91,7 +91,7 @@ func expectedInputs(cmd *cobra.Command) []stepInput {
 		out = append(out, in)
 	}
 	for _, name := range []string{actions.InputAgeKey, actions.InputToken} {
-		if extraInputUsers[name][cmd.Name()] && inputFlags(cmd)[name] == nil {
+		if extraInputUsers[name][cmd.Name()] && actions.InputFlags(cmd.Flags())[name] == nil {
 			extra(name)
 		}
 	}
@@ -482,16 +482,3 @@ func isList(f *pflag.Flag) bool {
 }
 
 func isBool(f *pflag.Flag) bool { return f.Value.Type() == "bool" }
-
-// inputFlags lists, by input name, the flags of cmd that inputs reach.
-func inputFlags(cmd *cobra.Command) map[string]*pflag.Flag {
-	out := map[string]*pflag.Flag{}
-	visit := func(f *pflag.Flag) {
-		if f.Name != "help" {
-			out[actions.FlagInput(f.Name)] = f
-		}
-	}
-	cmd.LocalFlags().VisitAll(visit)
-	cmd.InheritedFlags().VisitAll(visit)
-	return out
-}

@@ -29,6 +29,18 @@ func FlagInput(flag string) string {
 	return flag
 }
 
+// InputFlags lists, by input name, the flags of fs that inputs reach:
+// all but --help.
+func InputFlags(fs *pflag.FlagSet) map[string]*pflag.Flag {
+	flags := map[string]*pflag.Flag{}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" {
+			flags[FlagInput(f.Name)] = f
+		}
+	})
+	return flags
+}
+
 // Command is the command a step runs, its command line parsed.
 type Command struct {
 	Name string
@@ -62,12 +74,7 @@ type CommandLine struct {
 // inputs are checked (without showing them) and set in Env.
 func (r *Runtime) CommandLine(c Command) (*CommandLine, error) {
 	in := &CommandLine{Env: map[string]string{}}
-	flags := map[string]*pflag.Flag{}
-	c.Flags.VisitAll(func(f *pflag.Flag) {
-		if f.Name != "help" {
-			flags[FlagInput(f.Name)] = f
-		}
-	})
+	flags := InputFlags(c.Flags)
 	for _, phase := range []func(Command, map[string]*pflag.Flag, *CommandLine) error{r.flagInputs, r.secretInputs, r.targetInputs} {
 		if err := phase(c, flags, in); err != nil {
 			return nil, err
