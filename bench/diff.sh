@@ -9,12 +9,8 @@
 # Usage: bench/diff.sh [ROUNDS]   (needs bin/ferry and .cache/testbin/kustomize:
 #                                  `make bench-diff` builds both)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-rounds=${1:-3}
-ferry=$PWD/bin/ferry
-kustomize=$PWD/.cache/testbin/kustomize
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 repo=$work/repo
 bench/genrepo.sh "$repo" 10 100
 git() { command git -C "$repo" -c user.email=bench@ferry.invalid -c user.name=bench "$@"; }
@@ -43,20 +39,12 @@ run_naive() { # base head
   done
 }
 
-# shellcheck source=bench/timing.sh
-. bench/timing.sh
-
 bench() { # name base head target
   local name=$1 b=$2 h=$3 target=$4
   run_ferry "$b" "$h"; run_naive "$b" "$h" # warm-up
   local targets; targets=$(grep -c '^| `env' "$work/ferry.md" || true)
-  : > "$work/f.times"; : > "$work/n.times"
-  for ((i = 0; i < rounds; i++)); do
-    t0=$(now); run_ferry "$b" "$h"; t1=$(now); run_naive "$b" "$h"; t2=$(now)
-    elapsed "$t0" "$t1" >> "$work/f.times"
-    elapsed "$t1" "$t2" >> "$work/n.times"
-  done
-  local f n; f=$(median < "$work/f.times"); n=$(median < "$work/n.times")
+  local f n
+  alternate f n run_ferry run_naive "$b" "$h"
   printf '%s (ferry reports %s affected target(s)):\n' "$name" "$targets"
   printf '  ferry diff                                   median %6.2f s over %d rounds\n' "$f" "$rounds"
   printf '  checkout x2 + kustomize build x200 + diff -u  median %6.2f s over %d rounds\n' "$n" "$rounds"

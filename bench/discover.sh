@@ -12,15 +12,8 @@
 # Usage: bench/discover.sh [ROUNDS]   (needs bin/ferry and .cache/testbin/kustomize:
 #                                      `make bench-discover` builds both)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-rounds=${1:-3}
-ferry=$PWD/bin/ferry
-kustomize=$PWD/.cache/testbin/kustomize
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-# shellcheck source=bench/timing.sh
-. bench/timing.sh
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 echo "discovery benchmark: ferry render --list against kustomize build of the cluster roots"
 for n in 2000 5000; do
@@ -31,13 +24,7 @@ for n in 2000 5000; do
   run_ferry; run_kustomize
   targets=$(wc -l < "$work/list")
   rootks=$(grep -c '^kind: Kustomization$' "$work/roots.yaml")
-  : > "$work/f.times"; : > "$work/k.times"
-  for ((i = 0; i < rounds; i++)); do
-    t0=$(now); run_ferry; t1=$(now); run_kustomize; t2=$(now)
-    elapsed "$t0" "$t1" >> "$work/f.times"
-    elapsed "$t1" "$t2" >> "$work/k.times"
-  done
-  f=$(median < "$work/f.times"); k=$(median < "$work/k.times")
+  alternate f k run_ferry run_kustomize
   printf '  %d Kustomizations: ferry listed %d targets, the roots hold %d\n' "$n" "$targets" "$rootks"
   printf '    ferry render --list                   median %6.2f s over %d rounds (%4.0f µs per target)\n' "$f" "$rounds" "$(awk -v f="$f" -v n="$targets" 'BEGIN {print f * 1e6 / n}')"
   printf '    kustomize build of the 3 cluster roots  median %6.2f s over %d rounds (%4.0f µs per Kustomization)\n' "$k" "$rounds" "$(awk -v k="$k" -v n="$rootks" 'BEGIN {print k * 1e6 / n}')"

@@ -15,16 +15,9 @@
 # Usage: bench/hostile.sh   (needs bin/ferry and .cache/testbin/kustomize:
 #                            `make bench-hostile` builds both)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-ferry=$PWD/bin/ferry
-kustomize=$PWD/.cache/testbin/kustomize
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-if [ ! -x /usr/bin/time ]; then
-  echo "bench/hostile.sh: installing GNU time (for peak RSS)" >&2
-  apt-get install -y --no-install-recommends time >/dev/null || { apt-get update >/dev/null && apt-get install -y --no-install-recommends time >/dev/null; }
-fi
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_gnu_time
 
 # measure LABEL CMD...: prints wall seconds, exit status and peak RSS.
 measure() {

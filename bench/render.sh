@@ -10,19 +10,11 @@
 # Usage: bench/render.sh [ROUNDS]   (needs bin/ferry and .cache/testbin/kustomize and flux:
 #                                    `make bench-render` builds both)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-rounds=${1:-3}
-ferry=$PWD/bin/ferry
-kustomize=$PWD/.cache/testbin/kustomize
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 repo=$work/repo
 bench/genrepo.sh "$repo" 20 100
-
-if [ ! -x /usr/bin/time ]; then
-  echo "bench/render.sh: installing GNU time (for peak RSS)" >&2
-  apt-get install -y --no-install-recommends time >/dev/null || { apt-get update >/dev/null && apt-get install -y --no-install-recommends time >/dev/null; }
-fi
+need_gnu_time
 
 run_ferry() { "$ferry" render --repo "$repo" > "$work/ferry.yaml"; }
 run_kustomize() {
@@ -32,19 +24,10 @@ run_kustomize() {
   done
 }
 
-# shellcheck source=bench/timing.sh
-. bench/timing.sh
-
 # Warm-up (page cache, first exec), then alternate the two tools.
 run_ferry; run_kustomize
 fobjs=$(grep -c '^kind:' "$work/ferry.yaml"); kobjs=$(grep -c '^kind:' "$work/kustomize.yaml")
-: > "$work/f.times"; : > "$work/k.times"
-for ((i = 0; i < rounds; i++)); do
-  t0=$(now); run_ferry; t1=$(now); run_kustomize; t2=$(now)
-  elapsed "$t0" "$t1" >> "$work/f.times"
-  elapsed "$t1" "$t2" >> "$work/k.times"
-done
-f=$(median < "$work/f.times"); k=$(median < "$work/k.times")
+alternate f k run_ferry run_kustomize
 rss=$( { /usr/bin/time -f '%M' "$ferry" render --repo "$repo" > /dev/null; } 2>&1 | tail -1)
 
 printf 'render benchmark: %d overlays over %d bases; ferry rendered %s objects, kustomize %s\n' 100 20 "$fobjs" "$kobjs"
@@ -116,13 +99,7 @@ for f in "$fleet"/clusters/prod/apps/env*.yaml; do
 done
 run_ferry_fleet; run_flux_fleet
 targets=$("$ferry" render --list --repo "$fleet" | awk 'NR > 1 && $6 == "ok"' | wc -l)
-: > "$work/ff.times"; : > "$work/fx.times"
-for ((i = 0; i < rounds; i++)); do
-  t0=$(now); run_ferry_fleet; t1=$(now); run_flux_fleet; t2=$(now)
-  elapsed "$t0" "$t1" >> "$work/ff.times"
-  elapsed "$t1" "$t2" >> "$work/fx.times"
-done
-ff=$(median < "$work/ff.times"); fx=$(median < "$work/fx.times")
+alternate ff fx run_ferry_fleet run_flux_fleet
 printf 'flux fleet: %d Kustomizations (one per overlay) under a patched cluster root; ferry found %s targets\n' "$(ls "$fleet"/clusters/prod/apps/env*.yaml | wc -l)" "$targets"
 printf '  ferry render (every target, one process)         median %6.2f s over %d rounds (%s objects)\n' "$ff" "$rounds" "$(grep -c '^kind:' "$work/ferry-fleet.yaml")"
 printf '  flux build ks --dry-run (v2.7.5, once per target)  median %6.2f s over %d rounds (%s objects)\n' "$fx" "$rounds" "$(grep -c '^kind:' "$work/flux-fleet.yaml")"

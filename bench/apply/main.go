@@ -63,7 +63,6 @@ import (
 	"github.com/ferry-ci/ferry/bench/benchkit"
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/kube"
-	"github.com/ferry-ci/ferry/internal/kube/kubetest"
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
@@ -98,40 +97,14 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	root, err := benchkit.ModuleRoot()
+	p, err := benchkit.Launch("bench/apply", *keep)
 	if err != nil {
 		return fail(err)
 	}
-	b := &bench{
-		ferry:   filepath.Join(root, "bin", "ferry"),
-		kubectl: filepath.Join(root, ".cache", "testbin", "kubectl"),
-	}
-	for _, p := range []string{b.ferry, b.kubectl} {
-		if _, err := os.Stat(p); err != nil {
-			return fail(fmt.Errorf("%s missing: run `make build controlplane` (or `make bench-apply`)", p))
-		}
-	}
-	b.work, err = os.MkdirTemp("", "ferry-bench-apply-")
-	if err != nil {
-		return fail(err)
-	}
-	if *keep {
-		fmt.Fprintf(os.Stderr, "bench/apply: work directory %s (kept)\n", b.work)
-	} else {
-		defer os.RemoveAll(b.work)
-	}
-
-	begin := time.Now()
-	cp, err := kubetest.Launch()
-	if err != nil {
-		return fail(err)
-	}
-	defer cp.Stop()
 	// SIGINT/SIGTERM cancel ctx: the running command is killed, run
 	// returns and the deferred Stop stops the plane.
-	b.cp = cp
-	b.kubeconfig = cp.KubeconfigPath()
-	fmt.Fprintf(os.Stderr, "bench/apply: control plane %s ready in %v\n", cp.URL(), time.Since(begin).Round(time.Millisecond))
+	defer p.Stop()
+	b := &bench{Plane: p}
 	if err := b.init(ctx); err != nil {
 		return fail(err)
 	}
@@ -158,10 +131,7 @@ func fail(err error) int {
 }
 
 type bench struct {
-	ferry, kubectl string
-	work           string
-	kubeconfig     string
-	cp             *kubetest.ControlPlane
+	*benchkit.Plane
 	dyn            dynamic.Interface
 	cs             kubernetes.Interface
 	planePIDs      []int
@@ -169,7 +139,7 @@ type bench struct {
 }
 
 func (b *bench) init(ctx context.Context) error {
-	cfg := b.cp.RESTConfig()
+	cfg := b.CP.RESTConfig()
 	var err error
 	if b.dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		return err
@@ -186,7 +156,7 @@ func (b *bench) init(ctx context.Context) error {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(cmdline, []byte(b.cp.Dir())) {
+		if err == nil && bytes.Contains(cmdline, []byte(b.CP.Dir())) {
 			b.planePIDs = append(b.planePIDs, pid)
 		}
 	}
@@ -208,44 +178,24 @@ spec:
       schema:
         openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 `, parentCRDName, parentGroup, parentKind, parentKind)
-	p := filepath.Join(b.work, "parent-crd.yaml")
+	p := filepath.Join(b.Work, "parent-crd.yaml")
 	if err := os.WriteFile(p, []byte(crd), 0o644); err != nil {
 		return err
 	}
-	if _, err := b.kubectlRun(ctx, nil, "apply", "--server-side", "-f", p); err != nil {
+	if _, err := b.Kubectl.Run(ctx, nil, "apply", "--server-side", "-f", p); err != nil {
 		return err
 	}
-	if _, err := b.kubectlRun(ctx, nil, "wait", "--for=condition=established", "--timeout=60s", "crd/"+parentCRDName); err != nil {
+	if _, err := b.Kubectl.Run(ctx, nil, "wait", "--for=condition=established", "--timeout=60s", "crd/"+parentCRDName); err != nil {
 		return err
 	}
-	out, err := b.kubectlRun(ctx, nil, "version", "--client")
-	if err != nil {
-		return err
-	}
-	b.kubectlVersion = strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "Client Version: "))
 	// Warm up: page cache for both binaries, kubectl's discovery cache.
-	if _, err := b.kubectlRun(ctx, nil, "api-resources"); err != nil {
+	if b.kubectlVersion, err = b.Kubectl.Warm(ctx); err != nil {
 		return err
 	}
-	if err := exec.CommandContext(ctx, b.ferry, "version").Run(); err != nil {
+	if err := exec.CommandContext(ctx, b.Ferry, "version").Run(); err != nil {
 		return fmt.Errorf("ferry version: %w", err)
 	}
 	return nil
-}
-
-// kubectlRun runs kubectl untimed (setup).
-func (b *bench) kubectlRun(ctx context.Context, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, b.kubectl, b.kubectlArgs(args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out), nil
-}
-
-func (b *bench) kubectlArgs(args ...string) []string {
-	return append([]string{"--kubeconfig", b.kubeconfig, "--cache-dir", filepath.Join(b.work, "kubectl-cache")}, args...)
 }
 
 // ---------------------------------------------------------------- the objects
@@ -279,32 +229,15 @@ func counts(i int, pruned bool) [4]int {
 // writeRepo writes ferry.yaml and app/ (a kustomization listing plain YAML
 // files); pruned writes the repository after the prune.
 func (s set) writeRepo(pruned bool) error {
-	app := filepath.Join(s.dir, "app")
-	if err := os.MkdirAll(app, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(s.dir, "ferry.yaml"), []byte("targets:\n  - name: "+target+"\n    path: app\n"), 0o644); err != nil {
-		return err
-	}
-	files := map[string]string{"namespaces.yaml": "", "crd.yaml": s.crd()}
 	var ns strings.Builder
 	for i := 0; i < namespaces; i++ {
 		fmt.Fprintf(&ns, "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n  labels: {bench: ferry-apply}\n", s.ns(i))
 	}
-	files["namespaces.yaml"] = ns.String()
-	resources := []string{"namespaces.yaml", "crd.yaml"}
+	files := []benchkit.File{{Name: "namespaces.yaml", Content: ns.String()}, {Name: "crd.yaml", Content: s.crd()}}
 	for i := 0; i < namespaces; i++ {
-		name := fmt.Sprintf("ns-%d.yaml", i)
-		files[name] = s.namespaceObjects(i, counts(i, pruned))
-		resources = append(resources, name)
+		files = append(files, benchkit.File{Name: fmt.Sprintf("ns-%d.yaml", i), Content: s.namespaceObjects(i, counts(i, pruned))})
 	}
-	files["kustomization.yaml"] = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + strings.Join(resources, "\n  - ") + "\n"
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(app, name), []byte(content), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return benchkit.WriteTarget(s.dir, target, files)
 }
 
 func (s set) crd() string {
@@ -477,15 +410,8 @@ func (b *bench) measure(ctx context.Context, fn func(r *result) error) (*result,
 		others := machineBusy() - busy0 - r.planeCPU - r.procCPU
 		r.others = max(0, others.Seconds()/(r.wall.Seconds()*float64(runtime.NumCPU())))
 	}
-	after, err := benchkit.Requests(ctx, b.cs)
-	if err != nil {
+	if r.requests, err = benchkit.RequestsSince(ctx, b.cs, before); err != nil {
 		return nil, err
-	}
-	r.requests = map[string]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
-			r.requests[k] = d
-		}
 	}
 	return r, nil
 }
@@ -563,8 +489,8 @@ type roundSets struct {
 
 func (b *bench) newRound(ctx context.Context, name string) (*roundSets, error) {
 	rs := &roundSets{
-		f:      set{prefix: "f-" + name, group: "f" + name + ".bench.example.com", dir: filepath.Join(b.work, name, "ferry-repo")},
-		k:      set{prefix: "k-" + name, group: "k" + name + ".bench.example.com", dir: filepath.Join(b.work, name, "kubectl-repo")},
+		f:      set{prefix: "f-" + name, group: "f" + name + ".bench.example.com", dir: filepath.Join(b.Work, name, "ferry-repo")},
+		k:      set{prefix: "k-" + name, group: "k" + name + ".bench.example.com", dir: filepath.Join(b.Work, name, "kubectl-repo")},
 		invNS:  "ferry-bench-" + name,
 		parent: "k-" + name,
 	}
@@ -576,7 +502,7 @@ func (b *bench) newRound(ctx context.Context, name string) (*roundSets, error) {
 	if err := rs.k.writeRepo(true); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(b.work, name)
+	dir := filepath.Join(b.Work, name)
 	rs.kPruned = filepath.Join(dir, "kubectl-pruned.yaml")
 	if err := b.renderTo(ctx, rs.k.dir, rs.kPruned); err != nil {
 		return nil, err
@@ -609,7 +535,7 @@ metadata:
 	if err := os.WriteFile(p, []byte(parent), 0o644); err != nil {
 		return nil, err
 	}
-	if _, err := b.kubectlRun(ctx, nil, "apply", "--server-side", "--field-manager=kubectl-applyset", "-f", p); err != nil {
+	if _, err := b.Kubectl.Run(ctx, nil, "apply", "--server-side", "--field-manager=kubectl-applyset", "-f", p); err != nil {
 		return nil, err
 	}
 	return rs, nil
@@ -618,7 +544,7 @@ metadata:
 // renderTo writes `ferry render --repo dir` to file and checks it holds
 // every object.
 func (b *bench) renderTo(ctx context.Context, dir, file string) error {
-	cmd := exec.CommandContext(ctx, b.ferry, "render", "--repo", dir)
+	cmd := exec.CommandContext(ctx, b.Ferry, "render", "--repo", dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -629,11 +555,11 @@ func (b *bench) renderTo(ctx context.Context, dir, file string) error {
 }
 
 func (b *bench) ferryArgs(rs *roundSets) []string {
-	return []string{"apply", "--repo", rs.f.dir, "--kubeconfig", b.kubeconfig, "--prune", "--inventory-namespace", rs.invNS}
+	return []string{"apply", "--repo", rs.f.dir, "--kubeconfig", b.Kubectl.Kubeconfig, "--prune", "--inventory-namespace", rs.invNS}
 }
 
 func (b *bench) kubectlApply(rs *roundSets, file string) []string {
-	return b.kubectlArgs("apply", "--server-side", "--applyset="+parentCRDName+"/"+rs.parent, "--prune", "-f", file)
+	return b.Kubectl.Args("apply", "--server-side", "--applyset="+parentCRDName+"/"+rs.parent, "--prune", "-f", file)
 }
 
 var applysetEnv = []string{"KUBECTL_APPLYSET=true"}
@@ -646,7 +572,7 @@ func (b *bench) phase(ctx context.Context, p int, rs *roundSets) (fr, kr *result
 		}
 	}
 	fr, err = b.measure(ctx, func(r *result) error {
-		return b.timed(ctx, r, "ferry apply", nil, b.ferry, b.ferryArgs(rs)...)
+		return b.timed(ctx, r, "ferry apply", nil, b.Ferry, b.ferryArgs(rs)...)
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("ferry, %s: %w", phases[p], err)
@@ -660,17 +586,17 @@ func (b *bench) phase(ctx context.Context, p int, rs *roundSets) (fr, kr *result
 	kr, err = b.measure(ctx, func(r *result) error {
 		switch p {
 		case 0:
-			if err := b.timed(ctx, r, "apply CRD", nil, b.kubectl, b.kubectlArgs("apply", "--server-side", "-f", rs.kCRD)...); err != nil {
+			if err := b.timed(ctx, r, "apply CRD", nil, b.Kubectl.Bin, b.Kubectl.Args("apply", "--server-side", "-f", rs.kCRD)...); err != nil {
 				return err
 			}
-			if err := b.timed(ctx, r, "wait Established", nil, b.kubectl, b.kubectlArgs("wait", "--for=condition=established", "--timeout=60s", "crd/"+rs.k.crdName())...); err != nil {
+			if err := b.timed(ctx, r, "wait Established", nil, b.Kubectl.Bin, b.Kubectl.Args("wait", "--for=condition=established", "--timeout=60s", "crd/"+rs.k.crdName())...); err != nil {
 				return err
 			}
-			return b.timed(ctx, r, "apply all", applysetEnv, b.kubectl, b.kubectlApply(rs, rs.kAll)...)
+			return b.timed(ctx, r, "apply all", applysetEnv, b.Kubectl.Bin, b.kubectlApply(rs, rs.kAll)...)
 		case 1:
-			return b.timed(ctx, r, "apply all", applysetEnv, b.kubectl, b.kubectlApply(rs, rs.kAll)...)
+			return b.timed(ctx, r, "apply all", applysetEnv, b.Kubectl.Bin, b.kubectlApply(rs, rs.kAll)...)
 		default:
-			return b.timed(ctx, r, "apply pruned", applysetEnv, b.kubectl, b.kubectlApply(rs, rs.kPruned)...)
+			return b.timed(ctx, r, "apply pruned", applysetEnv, b.Kubectl.Bin, b.kubectlApply(rs, rs.kPruned)...)
 		}
 	})
 	if err != nil {
@@ -849,20 +775,9 @@ func describeResults(rs []*result) string {
 		rss = append(rss, float64(r.maxRSS)/1024)
 	}
 	// The request breakdown of the median-wall round.
-	sorted := append([]*result(nil), rs...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].wall < sorted[j].wall })
-	mid := sorted[len(sorted)/2]
-	var verbs []string
-	for v := range mid.requests {
-		verbs = append(verbs, v)
-	}
-	sort.Strings(verbs)
-	var parts []string
-	for _, v := range verbs {
-		parts = append(parts, fmt.Sprintf("%s %.0f", v, mid.requests[v]))
-	}
+	mid := benchkit.MedianBy(rs, func(r *result) time.Duration { return r.wall })
 	s := fmt.Sprintf("%6.2fs | %5.2fs | %5.2fs | %5.0f req (%s) | %3.0f MiB | others %2.0f%%",
-		benchkit.Median(wall), benchkit.Median(proc), benchkit.Median(plane), benchkit.Median(req), strings.Join(parts, ", "), benchkit.Median(rss), benchkit.Median(others))
+		benchkit.Median(wall), benchkit.Median(proc), benchkit.Median(plane), benchkit.Median(req), benchkit.ByVerb(mid.requests), benchkit.Median(rss), benchkit.Median(others))
 	if len(mid.steps) > 1 {
 		s += " | " + strings.Join(mid.steps, ", ")
 	}
@@ -903,7 +818,7 @@ func (b *bench) profile(ctx context.Context, prefix string) error {
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return err
 		}
-		summary, err := applyInProcess(ctx, rs.f.dir, b.kubeconfig, rs.invNS)
+		summary, err := applyInProcess(ctx, rs.f.dir, b.Kubectl.Kubeconfig, rs.invNS)
 		pprof.StopCPUProfile()
 		f.Close()
 		if err != nil {

@@ -51,7 +51,6 @@ import (
 
 	"github.com/ferry-ci/ferry/bench/benchkit"
 	"github.com/ferry-ci/ferry/internal/kube"
-	"github.com/ferry-ci/ferry/internal/kube/kubetest"
 )
 
 const (
@@ -74,42 +73,17 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	root, err := benchkit.ModuleRoot()
+	p, err := benchkit.Launch("bench/drift", *keep)
 	if err != nil {
 		return fail(err)
 	}
-	b := &bench{ferry: filepath.Join(root, "bin", "ferry"), kubectl: filepath.Join(root, ".cache", "testbin", "kubectl")}
-	for _, p := range []string{b.ferry, b.kubectl} {
-		if _, err := os.Stat(p); err != nil {
-			return fail(fmt.Errorf("%s missing: run `make build controlplane` (or `make bench-drift`)", p))
-		}
-	}
-	if b.work, err = os.MkdirTemp("", "ferry-bench-drift-"); err != nil {
+	defer p.Stop()
+	b := &bench{Plane: p}
+	if b.cs, err = kubernetes.NewForConfig(p.CP.RESTConfig()); err != nil {
 		return fail(err)
 	}
-	if *keep {
-		fmt.Fprintf(os.Stderr, "bench/drift: work directory %s (kept)\n", b.work)
-	} else {
-		defer os.RemoveAll(b.work)
-	}
-	begin := time.Now()
-	cp, err := kubetest.Launch()
-	if err != nil {
-		return fail(err)
-	}
-	defer cp.Stop()
-	b.kubeconfig = cp.KubeconfigPath()
-	if b.cs, err = kubernetes.NewForConfig(cp.RESTConfig()); err != nil {
-		return fail(err)
-	}
-	fmt.Fprintf(os.Stderr, "bench/drift: control plane %s ready in %v\n", cp.URL(), time.Since(begin).Round(time.Millisecond))
-	out, err := exec.CommandContext(ctx, b.kubectl, "version", "--client").Output()
-	if err != nil {
-		return fail(fmt.Errorf("kubectl version: %w", err))
-	}
-	b.kubectlVersion = strings.TrimSpace(strings.TrimPrefix(strings.SplitN(string(out), "\n", 2)[0], "Client Version: "))
-	// Warm up: page cache for both binaries, kubectl's discovery cache.
-	if _, err := b.kubectlRun(ctx, "api-resources"); err != nil {
+	// Warm up: kubectl's page cache and discovery cache.
+	if b.kubectlVersion, err = b.Kubectl.Warm(ctx); err != nil {
 		return fail(err)
 	}
 	if err := b.main(ctx, *rounds); err != nil {
@@ -124,23 +98,9 @@ func fail(err error) int {
 }
 
 type bench struct {
-	ferry, kubectl string
-	work           string
-	kubeconfig     string
+	*benchkit.Plane
 	cs             kubernetes.Interface
 	kubectlVersion string
-}
-
-func (b *bench) kubectlArgs(args ...string) []string {
-	return append([]string{"--kubeconfig", b.kubeconfig, "--cache-dir", filepath.Join(b.work, "kubectl-cache")}, args...)
-}
-
-func (b *bench) kubectlRun(ctx context.Context, args ...string) (string, error) {
-	out, err := exec.CommandContext(ctx, b.kubectl, b.kubectlArgs(args...)...).CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out), nil
 }
 
 // ---------------------------------------------------------------- a round
@@ -158,23 +118,11 @@ type round struct {
 func (r *round) ns(i int) string { return fmt.Sprintf("%s-ns-%d", r.name, i) }
 
 func (r *round) writeRepo() error {
-	app := filepath.Join(r.dir, "app")
-	if err := os.MkdirAll(app, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(r.dir, "ferry.yaml"), []byte("targets:\n  - name: "+target+"\n    path: app\n"), 0o644); err != nil {
-		return err
-	}
-	var resources []string
+	var files []benchkit.File
 	for i := 0; i < namespaces; i++ {
-		name := fmt.Sprintf("ns-%d.yaml", i)
-		if err := os.WriteFile(filepath.Join(app, name), []byte(r.namespaceObjects(i)), 0o644); err != nil {
-			return err
-		}
-		resources = append(resources, name)
+		files = append(files, benchkit.File{Name: fmt.Sprintf("ns-%d.yaml", i), Content: r.namespaceObjects(i)})
 	}
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + strings.Join(resources, "\n  - ") + "\n"
-	return os.WriteFile(filepath.Join(app, "kustomization.yaml"), []byte(k), 0o644)
+	return benchkit.WriteTarget(r.dir, target, files)
 }
 
 func (r *round) namespaceObjects(i int) string {
@@ -249,11 +197,11 @@ spec:
 // newRound writes the repository, applies it and writes kubectl's input.
 func (b *bench) newRound(ctx context.Context, n int) (*round, error) {
 	r := &round{name: fmt.Sprintf("r%d", n), invNS: fmt.Sprintf("ferry-bench-r%d", n)}
-	r.dir = filepath.Join(b.work, r.name, "repo")
+	r.dir = filepath.Join(b.Work, r.name, "repo")
 	if err := r.writeRepo(); err != nil {
 		return nil, err
 	}
-	out, err := exec.CommandContext(ctx, b.ferry, append([]string{"apply"}, b.ferryArgs(r)...)...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, b.Ferry, append([]string{"apply"}, b.ferryArgs(r)...)...).CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("ferry apply: %w\n%s", err, benchkit.LastLines(string(out), 20))
 	}
@@ -261,7 +209,7 @@ func (b *bench) newRound(ctx context.Context, n int) (*round, error) {
 		return nil, fmt.Errorf("ferry apply did not create 1000 objects:\n%s", benchkit.LastLines(string(out), 5))
 	}
 	// kubectl's input: what ferry applies, member label included.
-	cmd := exec.CommandContext(ctx, b.ferry, "render", "--repo", r.dir)
+	cmd := exec.CommandContext(ctx, b.Ferry, "render", "--repo", r.dir)
 	rendered, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("ferry render: %w", err)
@@ -271,7 +219,7 @@ func (b *bench) newRound(ctx context.Context, n int) (*round, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.file = filepath.Join(b.work, r.name, "objects.yaml")
+	r.file = filepath.Join(b.Work, r.name, "objects.yaml")
 	return r, os.WriteFile(r.file, labelled, 0o644)
 }
 
@@ -347,7 +295,7 @@ func (b *bench) drift(ctx context.Context, r *round) error {
 }
 
 func (b *bench) ferryArgs(r *round) []string {
-	return []string{"--repo", r.dir, "--kubeconfig", b.kubeconfig, "--inventory-namespace", r.invNS, "--revision", revision}
+	return []string{"--repo", r.dir, "--kubeconfig", b.Kubectl.Kubeconfig, "--inventory-namespace", r.invNS, "--revision", revision}
 }
 
 // ----------------------------------------------------------------- timing
@@ -386,20 +334,11 @@ func (b *bench) timed(ctx context.Context, okCodes []int, bin string, args ...st
 	if !okCode {
 		return nil, fmt.Errorf("%s %s: exit %d\n%s", filepath.Base(bin), strings.Join(args, " "), code, benchkit.LastLines(out.String(), 20))
 	}
-	after, err := benchkit.Requests(ctx, b.cs)
-	if err != nil {
+	if r.requests, err = benchkit.RequestsSince(ctx, b.cs, before); err != nil {
 		return nil, err
-	}
-	r.requests = map[string]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
-			r.requests[k] = d
-		}
 	}
 	return r, nil
 }
-
-var ()
 
 // --------------------------------------------------------------- checking
 
@@ -466,14 +405,14 @@ func (b *bench) main(ctx context.Context, rounds int) error {
 		if err := b.drift(ctx, r); err != nil {
 			return fmt.Errorf("round %d: %w", n+1, err)
 		}
-		fr, err := b.timed(ctx, []int{0}, b.ferry, append([]string{"drift", "--format", "json"}, b.ferryArgs(r)...)...)
+		fr, err := b.timed(ctx, []int{0}, b.Ferry, append([]string{"drift", "--format", "json"}, b.ferryArgs(r)...)...)
 		if err != nil {
 			return fmt.Errorf("round %d: ferry: %w", n+1, err)
 		}
 		if err := checkFerry(fr.output, r.drifted); err != nil {
 			return fmt.Errorf("round %d: %w", n+1, err)
 		}
-		kr, err := b.timed(ctx, []int{1}, b.kubectl, b.kubectlArgs("diff", "--server-side", "--field-manager=ferry", "--force-conflicts", "-f", r.file)...)
+		kr, err := b.timed(ctx, []int{1}, b.Kubectl.Bin, b.Kubectl.Args("diff", "--server-side", "--field-manager=ferry", "--force-conflicts", "-f", r.file)...)
 		if err != nil {
 			return fmt.Errorf("round %d: kubectl: %w", n+1, err)
 		}
@@ -481,7 +420,7 @@ func (b *bench) main(ctx context.Context, rounds int) error {
 			return fmt.Errorf("round %d: %w", n+1, err)
 		}
 		t0 := time.Now()
-		if err := exec.CommandContext(ctx, b.ferry, "render", "--repo", r.dir).Run(); err != nil { // stdout discarded
+		if err := exec.CommandContext(ctx, b.Ferry, "render", "--repo", r.dir).Run(); err != nil { // stdout discarded
 			return err
 		}
 		renderT = append(renderT, time.Since(t0).Seconds())
@@ -520,17 +459,6 @@ func describe(rs []*result) string {
 		}
 		req = append(req, t)
 	}
-	sorted := append([]*result(nil), rs...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].wall < sorted[j].wall })
-	mid := sorted[len(sorted)/2]
-	var verbs []string
-	for v := range mid.requests {
-		verbs = append(verbs, v)
-	}
-	sort.Strings(verbs)
-	var parts []string
-	for _, v := range verbs {
-		parts = append(parts, fmt.Sprintf("%s %.0f", v, mid.requests[v]))
-	}
-	return fmt.Sprintf("CPU %5.2fs | %5.0f API requests (%s)", benchkit.Median(cpu), benchkit.Median(req), strings.Join(parts, ", "))
+	mid := benchkit.MedianBy(rs, func(r *result) time.Duration { return r.wall })
+	return fmt.Sprintf("CPU %5.2fs | %5.0f API requests (%s)", benchkit.Median(cpu), benchkit.Median(req), benchkit.ByVerb(mid.requests))
 }

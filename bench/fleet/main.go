@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/ferry-ci/ferry/bench/benchkit"
-	"github.com/ferry-ci/ferry/internal/kube/kubetest"
 )
 
 const (
@@ -44,45 +43,36 @@ func main() {
 	}
 }
 
-type tools struct{ ferry, kustomize, kubectl, kubeconfig, work string }
+type tools struct {
+	*benchkit.Plane
+	kustomize string
+}
 
 func run(ctx context.Context, rounds int) error {
 	root, err := benchkit.ModuleRoot()
 	if err != nil {
 		return err
 	}
-	t := tools{
-		ferry:     filepath.Join(root, "bin", "ferry"),
-		kustomize: filepath.Join(root, ".cache", "testbin", "kustomize"),
-		kubectl:   filepath.Join(root, ".cache", "testbin", "kubectl"),
-	}
-	for _, p := range []string{t.ferry, t.kustomize, t.kubectl} {
-		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("%s missing: run make bench-fleet", p)
-		}
-	}
-	if t.work, err = os.MkdirTemp("", "ferry-bench-fleet-"); err != nil {
+	t := tools{kustomize: filepath.Join(root, ".cache", "testbin", "kustomize")}
+	if err := benchkit.Require("make bench-fleet", t.kustomize); err != nil {
 		return err
 	}
-	defer os.RemoveAll(t.work)
-	cp, err := kubetest.Launch()
-	if err != nil {
+	if t.Plane, err = benchkit.Launch("bench/fleet", false); err != nil {
 		return err
 	}
-	defer cp.Stop()
-	t.kubeconfig = cp.KubeconfigPath()
+	defer t.Stop()
 
 	cases := []string{"first apply", "one object changed", "nothing changed"}
 	times := map[string]map[string][]float64{"ferry": {}, "pipeline": {}}
 	for r := 0; r < rounds; r++ {
 		for _, tool := range []string{"ferry", "pipeline"} {
 			prefix := fmt.Sprintf("r%d-%s", r, tool[:1])
-			repo := filepath.Join(t.work, prefix)
+			repo := filepath.Join(t.Work, prefix)
 			if err := writeFleet(repo, prefix, "v1"); err != nil {
 				return err
 			}
 			for i := 0; i < namespaces; i++ {
-				if _, err := t.cmd(ctx, t.kubectl, "--kubeconfig", t.kubeconfig, "create", "namespace", fmt.Sprintf("%s-ns%d", prefix, i)); err != nil {
+				if _, err := t.cmd(ctx, t.Kubectl.Bin, "--kubeconfig", t.Kubectl.Kubeconfig, "create", "namespace", fmt.Sprintf("%s-ns%d", prefix, i)); err != nil {
 					return err
 				}
 			}
@@ -119,7 +109,7 @@ func (t tools) apply(ctx context.Context, tool, repo, rev string) (time.Duration
 	if tool == "ferry" {
 		// Each round's inventories apart (the target names repeat).
 		inv := filepath.Base(repo) + "-inventory"
-		_, err := t.cmd(ctx, t.ferry, append([]string{"apply", "--repo", repo, "--kubeconfig", t.kubeconfig, "--revision", rev, "--inventory-namespace", inv}, strings.Fields(os.Getenv("FERRY_ARGS"))...)...)
+		_, err := t.cmd(ctx, t.Ferry, append([]string{"apply", "--repo", repo, "--kubeconfig", t.Kubectl.Kubeconfig, "--revision", rev, "--inventory-namespace", inv}, strings.Fields(os.Getenv("FERRY_ARGS"))...)...)
 		return time.Since(start), err
 	}
 	var all strings.Builder
@@ -135,7 +125,7 @@ func (t tools) apply(ctx context.Context, tool, repo, rev string) (time.Duration
 	if err := os.WriteFile(file, []byte(all.String()), 0o644); err != nil {
 		return 0, err
 	}
-	_, err := t.cmd(ctx, t.kubectl, "--kubeconfig", t.kubeconfig, "--cache-dir", filepath.Join(t.work, "kubectl-cache"), "apply", "--server-side", "--field-manager", "pipeline", "-f", file)
+	_, err := t.cmd(ctx, t.Kubectl.Bin, t.Kubectl.Args("apply", "--server-side", "--field-manager", "pipeline", "-f", file)...)
 	return time.Since(start), err
 }
 

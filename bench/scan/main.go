@@ -49,6 +49,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/ferry-ci/ferry/bench/benchkit"
 	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/images/registrytest"
 )
@@ -127,21 +128,19 @@ var styles = []style{
 }
 
 func run(rounds int, ferry, crane, data string, hold bool) error {
-	for _, bin := range []string{ferry, crane} {
-		if _, err := os.Stat(bin); err != nil {
-			return fmt.Errorf("%s is missing (make bench-scan builds it): %w", bin, err)
-		}
+	if err := benchkit.Require("make bench-scan", ferry, crane); err != nil {
+		return err
 	}
 	ferry, _ = filepath.Abs(ferry)
 	crane, _ = filepath.Abs(crane)
-	if _, err := os.Stat(registrytest.Binary); err != nil {
-		return fmt.Errorf("%s is missing: run hack/registry.sh", registrytest.Binary)
+	if err := benchkit.Require("hack/registry.sh", registrytest.Binary); err != nil {
+		return err
 	}
-	work, err := os.MkdirTemp("", "ferry-bench-scan-")
+	work, cleanup, err := benchkit.WorkDir("bench/scan", false)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer cleanup()
 	regDir := filepath.Join(work, "registry")
 	if data != "" {
 		regDir, _ = filepath.Abs(data)
@@ -289,7 +288,7 @@ func measure(title string, reg *registrytest.Registry, work string, rounds int, 
 		}
 		st = append(st, d)
 	}
-	fm, cm, rm, sm := median(ft), median(ct), median(rt), median(st)
+	fm, cm, rm, sm := benchkit.Median(ft), benchkit.Median(ct), benchkit.Median(rt), benchkit.Median(st)
 	fmt.Printf("== %s, registry %s\n", title, reg.Host)
 	fmt.Printf("ferry bump --dry-run, %d policies:       median %6.3fs  %s\n", repositories, fm.Seconds(), times(ft))
 	fmt.Printf("crane ls x %d repositories in sequence:  median %6.3fs  %s\n", repositories, cm.Seconds(), times(ct))
@@ -457,13 +456,4 @@ func indexOf(s style) int {
 		}
 	}
 	return -1
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"code.gitea.io/sdk/gitea"
 	gogit "github.com/go-git/go-git/v5"
@@ -21,29 +20,15 @@ import (
 	"github.com/ferry-ci/ferry/internal/actions/actionstest"
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
 	"github.com/ferry-ci/ferry/internal/forge/githubtest"
+	"github.com/ferry-ci/ferry/internal/gittest"
 )
 
 // bumpGitRepo makes dir a Git repository with everything in it committed
 // on main, and returns it.
-func bumpGitRepo(t *testing.T, dir string) *gogit.Repository {
+func bumpGitRepo(t *testing.T, dir string) *gittest.Repo {
 	t.Helper()
-	repo, err := gogit.PlainInitWithOptions(dir, &gogit.PlainInitOptions{
-		InitOptions: gogit.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wt.AddWithOptions(&gogit.AddOptions{All: true}); err != nil {
-		t.Fatal(err)
-	}
-	sig := &object.Signature{Name: "dev", Email: "dev@example.test", When: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	if _, err := wt.Commit("gitops repository", &gogit.CommitOptions{Author: sig, Committer: sig}); err != nil {
-		t.Fatal(err)
-	}
+	repo := gittest.Init(t, dir)
+	repo.Commit(t, "gitops repository")
 	return repo
 }
 
@@ -123,18 +108,10 @@ func withEdits(t *testing.T, files map[string]string, edits map[string][2]string
 
 // bareRemote makes dir a Git repository (bumpGitRepo) whose origin is a
 // new bare repository, and returns both.
-func bareRemote(t *testing.T, dir string) (local, remote *gogit.Repository) {
+func bareRemote(t *testing.T, dir string) (local *gittest.Repo, remote *gogit.Repository) {
 	t.Helper()
 	local = bumpGitRepo(t, dir)
-	bare := t.TempDir()
-	remote, err := gogit.PlainInit(bare, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := local.CreateRemote(&gitconfig.RemoteConfig{Name: "origin", URLs: []string{bare}}); err != nil {
-		t.Fatal(err)
-	}
-	return local, remote
+	return local, local.BareRemote(t, "origin")
 }
 
 // startGitHubBump starts the bump registry and a GitHub test server with
@@ -289,7 +266,7 @@ func TestBumpPRGitea(t *testing.T) {
 		t.Fatal(err)
 	}
 	head, _ := local.Head()
-	base := treeFiles(t, local, head.Hash())
+	base := treeFiles(t, local.Repository, head.Hash())
 
 	env := reg.env()
 	output := filepath.Join(t.TempDir(), "output")
@@ -457,7 +434,7 @@ func TestBumpPRGrouped(t *testing.T) {
 			dir := bumpFixture(t, "fleet", reg.Host, nil)
 			local, remote := bareRemote(t, dir)
 			head, _ := local.Head()
-			base := treeFiles(t, local, head.Hash())
+			base := treeFiles(t, local.Repository, head.Hash())
 			res := ferry(t, githubBumpEnv(reg, gh, token), append([]string{"bump", "--pr", "--repo", dir}, tc.args...)...)
 			if res.code != exitOK {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)

@@ -19,17 +19,17 @@ import (
 // push pushes a branch of the test repository to Gitea as its admin.
 func (p *prRepo) push(t *testing.T, g *giteatest.Gitea, owner, name, branch string) {
 	t.Helper()
-	if _, err := p.repo.Remote("gitea"); err != nil {
-		if _, err := p.repo.CreateRemote(&config.RemoteConfig{Name: "gitea", URLs: []string{g.CloneURL(owner, name)}}); err != nil {
+	if _, err := p.Remote("gitea"); err != nil {
+		if _, err := p.CreateRemote(&config.RemoteConfig{Name: "gitea", URLs: []string{g.CloneURL(owner, name)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	head, err := p.repo.Head()
+	head, err := p.Head()
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec := config.RefSpec(fmt.Sprintf("+%s:refs/heads/%s", head.Hash(), branch))
-	err = p.repo.Push(&gogit.PushOptions{RemoteName: "gitea", RefSpecs: []config.RefSpec{spec},
+	err = p.Push(&gogit.PushOptions{RemoteName: "gitea", RefSpecs: []config.RefSpec{spec},
 		Auth: &githttp.BasicAuth{Username: giteatest.AdminUser, Password: g.AdminToken}})
 	if err != nil && err != gogit.NoErrAlreadyUpToDate {
 		t.Fatalf("pushing %s: %v", branch, err)
@@ -52,8 +52,8 @@ func TestDiffCommentGitea(t *testing.T) {
 
 	p, base := newPRRepo(t, "single-app", nil)
 	p.push(t, g, bot, name, "main")
-	p.replace(t, "shop/base/deployment.yaml", "web:2.4.0", "web:2.5.0")
-	head1 := p.commit(t, "2.5.0")
+	p.Replace(t, "shop/base/deployment.yaml", "web:2.4.0", "web:2.5.0")
+	head1 := p.Commit(t, "2.5.0")
 	p.push(t, g, bot, name, "shop-2.5.0")
 	pr, _, err := g.Client(t, token).CreatePullRequest(bot, name, gitea.CreatePullRequestOption{Head: "shop-2.5.0", Base: "main", Title: "Bump shop"})
 	if err != nil {
@@ -97,7 +97,7 @@ func TestDiffCommentGitea(t *testing.T) {
 	}
 	diffRun := func(head string) {
 		t.Helper()
-		if res := ferry(t, vars(head), "diff", "--repo", p.dir, "--comment"); res.code != 0 {
+		if res := ferry(t, vars(head), "diff", "--repo", p.Dir, "--comment"); res.code != 0 {
 			t.Fatalf("diff --comment: exit %d: %s", res.code, res.stderr)
 		}
 	}
@@ -116,10 +116,10 @@ func TestDiffCommentGitea(t *testing.T) {
 		for j := 0; j < 400; j++ {
 			fmt.Fprintf(&data, "  key%03d: \"value %d of generated map %d, long enough to fill lines\"\n", j, j, i)
 		}
-		p.write(t, fmt.Sprintf("shop/base/generated-%02d.yaml", i), fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: generated-%02d\ndata:\n%s", i, data.String()))
-		p.replace(t, "shop/base/kustomization.yaml", "resources:\n", fmt.Sprintf("resources:\n  - generated-%02d.yaml\n", i))
+		p.Write(t, fmt.Sprintf("shop/base/generated-%02d.yaml", i), fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: generated-%02d\ndata:\n%s", i, data.String()))
+		p.Replace(t, "shop/base/kustomization.yaml", "resources:\n", fmt.Sprintf("resources:\n  - generated-%02d.yaml\n", i))
 	}
-	head2 := p.commit(t, "huge")
+	head2 := p.Commit(t, "huge")
 	p.push(t, g, bot, name, "shop-2.5.0")
 	diffRun(head2)
 	ours, _ = comments()
@@ -153,11 +153,11 @@ func TestDiffCommentGitea(t *testing.T) {
 
 	// 3: the diff shrinks back to one comment; the surplus parts go.
 	for i := 0; i < 24; i++ {
-		p.remove(t, fmt.Sprintf("shop/base/generated-%02d.yaml", i))
-		p.replace(t, "shop/base/kustomization.yaml", fmt.Sprintf("  - generated-%02d.yaml\n", i), "")
+		p.Remove(t, fmt.Sprintf("shop/base/generated-%02d.yaml", i))
+		p.Replace(t, "shop/base/kustomization.yaml", fmt.Sprintf("  - generated-%02d.yaml\n", i), "")
 	}
-	p.replace(t, "shop/base/deployment.yaml", "web:2.5.0", "web:2.5.1")
-	head3 := p.commit(t, "2.5.1")
+	p.Replace(t, "shop/base/deployment.yaml", "web:2.5.0", "web:2.5.1")
+	head3 := p.Commit(t, "2.5.1")
 	p.push(t, g, bot, name, "shop-2.5.0")
 	diffRun(head3)
 	ours, theirs := comments()

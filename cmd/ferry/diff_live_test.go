@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-git/go-git/v5"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ferry-ci/ferry/internal/diff"
+	"github.com/ferry-ci/ferry/internal/gittest"
 )
 
 // TestDiffLive applies a base revision, edits the cluster behind ferry's
@@ -22,18 +22,13 @@ func TestDiffLive(t *testing.T) {
 	ns := cp.Namespace(t)
 	invNS := cp.Namespace(t)
 	dir := filepath.Join(t.TempDir(), "repo")
-	r, err := git.PlainInit(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, _ := r.Worktree()
-	p := &prRepo{dir: dir, repo: r, wt: wt}
-	p.write(t, "ferry.yaml", "targets:\n  - name: live-app\n    path: app\n    prune: true\n")
-	p.write(t, "app/kustomization.yaml", "namespace: "+ns+"\nresources: [settings.yaml, web.yaml, extra.yaml, token.yaml]\n")
-	p.write(t, "app/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: normal}\n")
-	p.write(t, "app/extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {x: \"1\"}\n")
-	p.write(t, "app/token.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: token}\nstringData: {token: live-secret-value-91c}\n")
-	p.write(t, "app/web.yaml", `apiVersion: apps/v1
+	p := &prRepo{gittest.Init(t, dir)}
+	p.Write(t, "ferry.yaml", "targets:\n  - name: live-app\n    path: app\n    prune: true\n")
+	p.Write(t, "app/kustomization.yaml", "namespace: "+ns+"\nresources: [settings.yaml, web.yaml, extra.yaml, token.yaml]\n")
+	p.Write(t, "app/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: normal}\n")
+	p.Write(t, "app/extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {x: \"1\"}\n")
+	p.Write(t, "app/token.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: token}\nstringData: {token: live-secret-value-91c}\n")
+	p.Write(t, "app/web.yaml", `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
 spec:
@@ -42,7 +37,7 @@ spec:
     metadata: {labels: {app: web}}
     spec: {containers: [{name: web, image: "registry.example.com/web:1.0.0"}]}
 `)
-	base := p.commit(t, "base")
+	base := p.Commit(t, "base")
 	kube := []string{"--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", invNS}
 	if res := ferry(t, vars, append([]string{"apply", "--repo", dir, "--revision", base}, kube...)...); res.code != 0 {
 		t.Fatalf("apply: exit %d: %s", res.code, res.stderr)
@@ -59,10 +54,10 @@ spec:
 		t.Fatal(err)
 	}
 
-	p.replace(t, "app/web.yaml", "web:1.0.0", "web:1.1.0")
-	p.replace(t, "app/kustomization.yaml", " extra.yaml,", "")
-	p.remove(t, "app/extra.yaml")
-	head := p.commit(t, "head")
+	p.Replace(t, "app/web.yaml", "web:1.0.0", "web:1.1.0")
+	p.Replace(t, "app/kustomization.yaml", " extra.yaml,", "")
+	p.Remove(t, "app/extra.yaml")
+	head := p.Commit(t, "head")
 
 	res := ferry(t, vars, append([]string{"diff", "--repo", dir, "--base", base, "--head", head, "--live", "--format", "json"}, kube...)...)
 	if res.code != 0 {

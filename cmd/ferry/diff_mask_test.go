@@ -6,8 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-git/go-git/v5"
-
+	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
 )
 
@@ -30,23 +29,14 @@ const (
 // a ConfigMap by replacements, at the head commit only.
 func newMaskRepo(t *testing.T) (p *prRepo, base, head string) {
 	t.Helper()
-	dir := t.TempDir()
-	r, err := git.PlainInit(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, err := r.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p = &prRepo{dir: dir, repo: r, wt: wt}
-	p.write(t, "ferry.yaml", "targets:\n  - name: app\n    path: app\n")
-	p.write(t, "app/configmap.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  note: base\n")
+	p = &prRepo{gittest.Init(t, t.TempDir())}
+	p.Write(t, "ferry.yaml", "targets:\n  - name: app\n    path: app\n")
+	p.Write(t, "app/configmap.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  note: base\n")
 	secret := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: api\nstringData:\n" +
 		"  token: " + yamlQuote(maskedToken) + "\n  cert: " + yamlQuote(maskedCert) + "\n  phrase: " + yamlQuote(maskedPhrase) + "\n"
-	p.write(t, "app/secret.yaml", string(secretstest.Encrypt(t, "secret.yaml", []byte(secret), "^(data|stringData)$", exampleRecipient)))
+	p.Write(t, "app/secret.yaml", string(secretstest.Encrypt(t, "secret.yaml", []byte(secret), "^(data|stringData)$", exampleRecipient)))
 	env := "PASSWORD=" + strings.ReplaceAll(maskedEnv, "\n", `\n`) + "\n"
-	p.write(t, "app/secrets.enc.env", string(secretstest.Encrypt(t, "secrets.enc.env", []byte(env), "", exampleRecipient)))
+	p.Write(t, "app/secrets.enc.env", string(secretstest.Encrypt(t, "secrets.enc.env", []byte(env), "", exampleRecipient)))
 	kustomization := `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 namespace: shop
@@ -56,11 +46,11 @@ secretGenerator:
   - name: env-secrets
     envs: [secrets.enc.env]
 `
-	p.write(t, "app/kustomization.yaml", kustomization)
-	base = p.commit(t, "base")
-	p.write(t, "app/configmap.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  annotations:\n    token: x\n"+
+	p.Write(t, "app/kustomization.yaml", kustomization)
+	base = p.Commit(t, "base")
+	p.Write(t, "app/configmap.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  annotations:\n    token: x\n"+
 		"data:\n  note: head\n  token: x\n  cert: x\n  phrase: x\n  password-b64: x\n")
-	p.write(t, "app/kustomization.yaml", kustomization+`replacements:
+	p.Write(t, "app/kustomization.yaml", kustomization+`replacements:
   - source: {kind: Secret, name: api, fieldPath: stringData.token}
     targets: [{select: {kind: ConfigMap, name: app}, fieldPaths: [data.token, metadata.annotations.token]}]
   - source: {kind: Secret, name: api, fieldPath: stringData.cert}
@@ -70,7 +60,7 @@ secretGenerator:
   - source: {kind: Secret, name: env-secrets, fieldPath: data.PASSWORD}
     targets: [{select: {kind: ConfigMap, name: app}, fieldPaths: [data.password-b64]}]
 `)
-	return p, base, p.commit(t, "copy the secrets into the ConfigMap")
+	return p, base, p.Commit(t, "copy the secrets into the ConfigMap")
 }
 
 // yamlQuote writes s as a YAML double-quoted scalar.
@@ -104,7 +94,7 @@ func TestDiffMasksCopiedSecretValues(t *testing.T) {
 	for _, format := range []string{"text", "json", "markdown"} {
 		t.Run(format, func(t *testing.T) {
 			report := filepath.Join(t.TempDir(), "report.md")
-			res := ferry(t, vars, "diff", "--repo", p.dir, "--base", base, "--head", head, "--format", format, "--report-file", report)
+			res := ferry(t, vars, "diff", "--repo", p.Dir, "--base", base, "--head", head, "--format", format, "--report-file", report)
 			if res.code != 0 {
 				t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
 			}
@@ -129,7 +119,7 @@ func TestDiffMasksCopiedSecretValues(t *testing.T) {
 			}
 		}
 		avars := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": summary, "GITHUB_OUTPUT": output, "SOPS_AGE_KEY": vars["SOPS_AGE_KEY"]}
-		res := ferry(t, avars, "diff", "--repo", p.dir, "--base", base, "--head", head, "--format", "json")
+		res := ferry(t, avars, "diff", "--repo", p.Dir, "--base", base, "--head", head, "--format", "json")
 		if res.code != 0 {
 			t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
 		}

@@ -7,12 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/ferry-ci/ferry/internal/actions/actionstest"
+	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/secrets"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
 	"github.com/ferry-ci/ferry/internal/testtree"
@@ -24,10 +21,7 @@ const exampleRecipient = "age15cx5zv5kx8m0l760pzg644gjzl36aux7pv5433sjjtzwy8weyq
 // prRepo is a copy of an example committed into a fresh Git repository:
 // the base commit, then the pull request's commits.
 type prRepo struct {
-	dir  string
-	repo *git.Repository
-	wt   *git.Worktree
-	n    int
+	*gittest.Repo
 }
 
 func newPRRepo(t *testing.T, example string, setup func(p *prRepo)) (*prRepo, string) {
@@ -40,72 +34,11 @@ func newPRRepoOf(t *testing.T, src string, setup func(p *prRepo)) (*prRepo, stri
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), filepath.Base(src))
 	testtree.Copy(t, src, dir)
-	r, err := git.PlainInit(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, err := r.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &prRepo{dir: dir, repo: r, wt: wt}
+	p := &prRepo{gittest.Init(t, dir)}
 	if setup != nil {
 		setup(p)
 	}
-	return p, p.commit(t, "base")
-}
-
-func (p *prRepo) write(t *testing.T, rel, content string) {
-	t.Helper()
-	path := filepath.Join(p.dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (p *prRepo) read(t *testing.T, rel string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(p.dir, filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// replace rewrites one occurrence of old in a file, failing when absent.
-func (p *prRepo) replace(t *testing.T, rel, old, new string) {
-	t.Helper()
-	s := p.read(t, rel)
-	if !strings.Contains(s, old) {
-		t.Fatalf("%s does not contain %q", rel, old)
-	}
-	p.write(t, rel, strings.Replace(s, old, new, 1))
-}
-
-func (p *prRepo) remove(t *testing.T, rel string) {
-	t.Helper()
-	if err := os.Remove(filepath.Join(p.dir, filepath.FromSlash(rel))); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// commit commits everything with a fixed author and clock, so the hashes
-// (and the reports naming them) are the same on every run.
-func (p *prRepo) commit(t *testing.T, msg string) string {
-	t.Helper()
-	if err := p.wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
-		t.Fatal(err)
-	}
-	p.n++
-	when := time.Date(2026, 1, 1, 0, p.n, 0, 0, time.UTC)
-	h, err := p.wt.Commit(msg, &git.CommitOptions{All: true, Author: &object.Signature{Name: "ferry test", Email: "test@ferry.invalid", When: when}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h.String()
+	return p, p.Commit(t, "base")
 }
 
 // exampleKeyText is the examples' throwaway age identity.
@@ -127,7 +60,7 @@ func (p *prRepo) rotate(t *testing.T, rel, key, newValue string) (string, string
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := secrets.NewDecryptor(ids).Decrypt(rel, []byte(p.read(t, rel)))
+	plain, err := secrets.NewDecryptor(ids).Decrypt(rel, []byte(p.Read(t, rel)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +77,7 @@ func (p *prRepo) rotate(t *testing.T, rel, key, newValue string) (string, string
 	if old == "" {
 		t.Fatalf("%s has no key %q", rel, key)
 	}
-	p.write(t, rel, string(secretstest.Encrypt(t, rel, []byte(strings.Join(out, "\n")), "^(data|stringData)$", exampleRecipient)))
+	p.Write(t, rel, string(secretstest.Encrypt(t, rel, []byte(strings.Join(out, "\n")), "^(data|stringData)$", exampleRecipient)))
 	return old, newValue
 }
 
@@ -165,24 +98,24 @@ func diffScenarios() []scenario {
 		{
 			name: "image-tag", example: "fleet",
 			change: func(t *testing.T, p *prRepo) {
-				p.write(t, "apps/staging/kustomization.yaml", p.read(t, "apps/staging/kustomization.yaml")+
+				p.Write(t, "apps/staging/kustomization.yaml", p.Read(t, "apps/staging/kustomization.yaml")+
 					"images:\n  - name: ghcr.io/stefanprodan/podinfo\n    newTag: 6.7.1\n")
 			},
 		},
 		{
 			name: "shared-base", example: "single-app",
 			change: func(t *testing.T, p *prRepo) {
-				p.replace(t, "shop/base/deployment.yaml", "image: registry.example.com/shop/web:2.4.0", "image: registry.example.com/shop/web:2.5.0")
+				p.Replace(t, "shop/base/deployment.yaml", "image: registry.example.com/shop/web:2.4.0", "image: registry.example.com/shop/web:2.5.0")
 			},
 		},
 		{
 			name: "add-remove", example: "single-app",
 			setup: func(t *testing.T, p *prRepo) {
-				p.replace(t, "ferry.yaml", "path: shop/overlays/staging", "path: shop/overlays/staging\n    prune: true")
+				p.Replace(t, "ferry.yaml", "path: shop/overlays/staging", "path: shop/overlays/staging\n    prune: true")
 			},
 			change: func(t *testing.T, p *prRepo) {
-				p.write(t, "shop/overlays/staging/feature-flags.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: feature-flags\ndata:\n  checkout: v2\n")
-				p.replace(t, "shop/overlays/staging/kustomization.yaml", "  - namespace.yaml\n", "  - feature-flags.yaml\n")
+				p.Write(t, "shop/overlays/staging/feature-flags.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: feature-flags\ndata:\n  checkout: v2\n")
+				p.Replace(t, "shop/overlays/staging/kustomization.yaml", "  - namespace.yaml\n", "  - feature-flags.yaml\n")
 			},
 		},
 		{
@@ -202,8 +135,8 @@ func diffScenarios() []scenario {
 		{
 			name: "no-render-change", example: "single-app",
 			change: func(t *testing.T, p *prRepo) {
-				p.write(t, "shop/base/service.yaml", "# the shop's web service\n"+p.read(t, "shop/base/service.yaml"))
-				p.write(t, "README.md", "notes\n")
+				p.Write(t, "shop/base/service.yaml", "# the shop's web service\n"+p.Read(t, "shop/base/service.yaml"))
+				p.Write(t, "README.md", "notes\n")
 			},
 		},
 	}
@@ -220,14 +153,14 @@ func TestDiffScenarios(t *testing.T) {
 				}
 			})
 			sc.change(t, p)
-			head := p.commit(t, "pull request")
+			head := p.Commit(t, "pull request")
 			vars := map[string]string{}
 			if !sc.noKey {
 				vars["SOPS_AGE_KEY"] = exampleKeyText(t)
 			}
 			var outputs []string
 			for _, format := range []string{"text", "json", "markdown"} {
-				res := ferry(t, vars, "diff", "--repo", p.dir, "--base", base, "--head", head, "--format", format)
+				res := ferry(t, vars, "diff", "--repo", p.Dir, "--base", base, "--head", head, "--format", format)
 				if res.code != 0 {
 					t.Fatalf("%s: exit %d, stderr:\n%s", format, res.code, res.stderr)
 				}
@@ -252,16 +185,16 @@ func TestDiffScenarios(t *testing.T) {
 // the targets a change reaches.
 func TestDiffExitCodeAndPlan(t *testing.T) {
 	p, base := newPRRepo(t, "single-app", nil)
-	p.replace(t, "shop/overlays/staging/replicas-patch.yaml", "replicas: ", "replicas: 1")
-	one := p.commit(t, "staging only")
-	p.replace(t, "shop/base/service.yaml", "port: 80", "port: 8080")
-	both := p.commit(t, "shared base")
-	p.write(t, "docs.md", "nothing rendered\n")
-	none := p.commit(t, "docs only")
+	p.Replace(t, "shop/overlays/staging/replicas-patch.yaml", "replicas: ", "replicas: 1")
+	one := p.Commit(t, "staging only")
+	p.Replace(t, "shop/base/service.yaml", "port: 80", "port: 8080")
+	both := p.Commit(t, "shared base")
+	p.Write(t, "docs.md", "nothing rendered\n")
+	none := p.Commit(t, "docs only")
 
 	plan := func(b, h string) []string {
 		t.Helper()
-		res := ferry(t, nil, "plan", "--repo", p.dir, "--base", b, "--head", h)
+		res := ferry(t, nil, "plan", "--repo", p.Dir, "--base", b, "--head", h)
 		if res.code != 0 {
 			t.Fatalf("plan: exit %d: %s", res.code, res.stderr)
 		}
@@ -301,7 +234,7 @@ func TestDiffExitCodeAndPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := ferry(t, map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "push", "GITHUB_EVENT_PATH": event,
-		"GITHUB_OUTPUT": output, "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")}, "plan", "--repo", p.dir)
+		"GITHUB_OUTPUT": output, "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")}, "plan", "--repo", p.Dir)
 	if res.code != 0 {
 		t.Fatalf("plan on push: exit %d: %s", res.code, res.stderr)
 	}
@@ -310,10 +243,10 @@ func TestDiffExitCodeAndPlan(t *testing.T) {
 		t.Errorf("plan step outputs matrix=%q targets=%q (stdout %q)", outs["matrix"], outs["targets"], res.stdout)
 	}
 
-	if res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", one, "--exit-code"); res.code != 1 {
+	if res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--head", one, "--exit-code"); res.code != 1 {
 		t.Errorf("--exit-code with differences: exit %d, want 1 (stderr %s)", res.code, res.stderr)
 	}
-	if res := ferry(t, nil, "diff", "--repo", p.dir, "--base", both, "--head", none, "--exit-code"); res.code != 0 || !strings.Contains(res.stdout, "no differences") {
+	if res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", both, "--head", none, "--exit-code"); res.code != 0 || !strings.Contains(res.stdout, "no differences") {
 		t.Errorf("--exit-code without differences: exit %d, stdout %q", res.code, res.stdout)
 	}
 }
@@ -321,18 +254,18 @@ func TestDiffExitCodeAndPlan(t *testing.T) {
 // TestDiffBadInputs: each exits 2 with an error that says what is wrong.
 func TestDiffBadInputs(t *testing.T) {
 	p, base := newPRRepo(t, "single-app", nil)
-	p.replace(t, "shop/overlays/staging/kustomization.yaml", "  - path: hpa-patch.yaml\n", "  - path: hpa-patch.yaml\n  - path: missing-patch.yaml\n")
-	p.replace(t, "shop/overlays/production/replicas-patch.yaml", "replicas: ", "replicas: 1")
-	head := p.commit(t, "breaks staging")
+	p.Replace(t, "shop/overlays/staging/kustomization.yaml", "  - path: hpa-patch.yaml\n", "  - path: hpa-patch.yaml\n  - path: missing-patch.yaml\n")
+	p.Replace(t, "shop/overlays/production/replicas-patch.yaml", "replicas: ", "replicas: 1")
+	head := p.Commit(t, "breaks staging")
 
 	t.Run("unknown base", func(t *testing.T) {
-		res := ferry(t, nil, "diff", "--repo", p.dir, "--base", "no-such-branch")
+		res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", "no-such-branch")
 		if res.code != 2 || !strings.Contains(res.stderr, `"no-such-branch"`) {
 			t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
 		}
 	})
 	t.Run("one side fails to render", func(t *testing.T) {
-		res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", head)
+		res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--head", head)
 		if res.code != 2 {
 			t.Fatalf("exit %d, want 2", res.code)
 		}
@@ -352,7 +285,7 @@ func TestDiffBadInputs(t *testing.T) {
 			t.Fatal("git is needed to make a shallow clone")
 		}
 		shallow := filepath.Join(t.TempDir(), "shallow")
-		out, err := exec.Command(gitBin, "clone", "-q", "--depth", "1", "file://"+p.dir, shallow).CombinedOutput()
+		out, err := exec.Command(gitBin, "clone", "-q", "--depth", "1", "file://"+p.Dir, shallow).CombinedOutput()
 		if err != nil {
 			t.Fatalf("git clone --depth 1: %v\n%s", err, out)
 		}
@@ -363,7 +296,7 @@ func TestDiffBadInputs(t *testing.T) {
 
 		// With a token, ferry fetches the base commit (the server must
 		// serve commits by hash, as GitHub and Gitea do).
-		if out, err := exec.Command(gitBin, "-C", p.dir, "config", "uploadpack.allowReachableSHA1InWant", "true").CombinedOutput(); err != nil {
+		if out, err := exec.Command(gitBin, "-C", p.Dir, "config", "uploadpack.allowReachableSHA1InWant", "true").CombinedOutput(); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
 		res = ferry(t, map[string]string{"GITHUB_TOKEN": "test-token"}, "diff", "--repo", shallow, "--base", base, "--head", "HEAD", "production")
@@ -372,7 +305,7 @@ func TestDiffBadInputs(t *testing.T) {
 		}
 	})
 	t.Run("bad format", func(t *testing.T) {
-		res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--format", "yaml")
+		res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--format", "yaml")
 		if res.code != 2 || !strings.Contains(res.stderr, "--format") {
 			t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
 		}

@@ -114,14 +114,14 @@ func TestBrokenDependencyInAFleet(t *testing.T) {
 // targets of that artifact; a change no copy rule reads affects none.
 func TestDiffFollowsCopyRules(t *testing.T) {
 	p, base := newPRRepoOf(t, filepath.Join(fleetsDir, "artifacts"), nil)
-	p.replace(t, "apps/redis/statefulset.yaml", "image: redis:8.2", "image: redis:8.4")
-	redis := p.commit(t, "redis image")
-	p.replace(t, "apps/base/podinfo/service.yaml", "port: 9898", "port: 9899")
-	podinfo := p.commit(t, "podinfo base")
-	p.replace(t, "apps/prod/podinfo/README.md", "excluded", "left out")
-	excluded := p.commit(t, "a file the copy rule excludes")
-	p.write(t, "docs/README.md", "# fleet docs, edited\n")
-	docs := p.commit(t, "docs")
+	p.Replace(t, "apps/redis/statefulset.yaml", "image: redis:8.2", "image: redis:8.4")
+	redis := p.Commit(t, "redis image")
+	p.Replace(t, "apps/base/podinfo/service.yaml", "port: 9898", "port: 9899")
+	podinfo := p.Commit(t, "podinfo base")
+	p.Replace(t, "apps/prod/podinfo/README.md", "excluded", "left out")
+	excluded := p.Commit(t, "a file the copy rule excludes")
+	p.Write(t, "docs/README.md", "# fleet docs, edited\n")
+	docs := p.Commit(t, "docs")
 	for _, c := range []struct {
 		name, base, head string
 		want             []string
@@ -131,7 +131,7 @@ func TestDiffFollowsCopyRules(t *testing.T) {
 		{"a file the copy rule excludes", podinfo, excluded, nil},
 		{"a file no artifact holds", excluded, docs, nil},
 	} {
-		res := ferry(t, nil, "diff", "--repo", p.dir, "--base", c.base, "--head", c.head, "--format", "json")
+		res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", c.base, "--head", c.head, "--format", "json")
 		if res.code != 0 {
 			t.Fatalf("%s: diff: exit %d: %s", c.name, res.code, res.stderr)
 		}
@@ -164,10 +164,10 @@ func TestDiffFollowsCopyRules(t *testing.T) {
 // exits 2; plan lists every affected target.
 func TestDiffWithABrokenDependency(t *testing.T) {
 	p, base := newPRRepoOf(t, filepath.Join(fleetsDir, "namespaced"), nil)
-	p.replace(t, "kubernetes/apps/observability/exporter/ks.yaml", "      namespace: kube-system", "      namespace: monitoring")
-	p.replace(t, "kubernetes/apps/default/web/app/deployment.yaml", "replicas: 2", "replicas: 5")
-	head := p.commit(t, "breaks exporter, scales web")
-	res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", head, "--format", "text")
+	p.Replace(t, "kubernetes/apps/observability/exporter/ks.yaml", "      namespace: kube-system", "      namespace: monitoring")
+	p.Replace(t, "kubernetes/apps/default/web/app/deployment.yaml", "replicas: 2", "replicas: 5")
+	head := p.Commit(t, "breaks exporter, scales web")
+	res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--head", head, "--format", "text")
 	if res.code != exitError {
 		t.Errorf("diff: exit %d, want %d", res.code, exitError)
 	}
@@ -179,7 +179,7 @@ func TestDiffWithABrokenDependency(t *testing.T) {
 	if !strings.Contains(res.stderr, "exporter") {
 		t.Errorf("stderr does not name the failed target: %s", res.stderr)
 	}
-	plan := ferry(t, nil, "plan", "--repo", p.dir, "--base", base, "--head", head)
+	plan := ferry(t, nil, "plan", "--repo", p.Dir, "--base", base, "--head", head)
 	if plan.code != 0 || !strings.Contains(plan.stdout, `"target":"exporter"`) || !strings.Contains(plan.stdout, `"target":"web"`) {
 		t.Errorf("plan: exit %d: %s%s", plan.code, plan.stdout, plan.stderr)
 	}
@@ -190,13 +190,13 @@ func TestDiffWithABrokenDependency(t *testing.T) {
 // targets in dependency order (the deploy workflows run one job each).
 func TestPlanPerCluster(t *testing.T) {
 	p, base := newPRRepo(t, "fleet", nil)
-	p.replace(t, "infrastructure/controllers/ingress/deployment.yaml", "replicas: 2", "replicas: 3")
-	p.replace(t, "apps/base/podinfo/service.yaml", "port: 80", "port: 8080")
-	head := p.commit(t, "a shared base and shared infrastructure")
+	p.Replace(t, "infrastructure/controllers/ingress/deployment.yaml", "replicas: 2", "replicas: 3")
+	p.Replace(t, "apps/base/podinfo/service.yaml", "port: 80", "port: 8080")
+	head := p.Commit(t, "a shared base and shared infrastructure")
 	dir := t.TempDir()
 	output := filepath.Join(dir, "output")
 	res := ferry(t, map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": output, "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")},
-		"plan", "--repo", p.dir, "--base", base, "--head", head, "--no-decrypt")
+		"plan", "--repo", p.Dir, "--base", base, "--head", head, "--no-decrypt")
 	if res.code != 0 {
 		t.Fatalf("plan: exit %d: %s", res.code, res.stderr)
 	}

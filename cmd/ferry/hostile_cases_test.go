@@ -2,11 +2,12 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ferry-ci/ferry/internal/gittest"
 )
 
 // kust is a kustomization for the corpus's app folder: the base
@@ -312,19 +313,11 @@ func maskCase(name, format string) hostileCase {
 	return hostileCase{name: "replacements copy the value, diff --format " + name, class: "mask", succeeds: true,
 		args: []string{"diff", "--repo", "{{REPO}}", "--base", "HEAD~1", "--format", format},
 		setup: func(t *testing.T, c *hostileRun) {
-			git := func(args ...string) {
-				cmd := exec.Command("git", append([]string{"-C", c.repo, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
-				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Fatalf("git %v: %v\n%s", args, err, out)
-				}
-			}
-			git("init", "-q", "-b", "main")
-			git("add", "-A")
-			git("commit", "-q", "-m", "base")
+			repo := gittest.Init(t, c.repo)
+			repo.Commit(t, "base")
 			c.write(t, "app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: copy}\ndata: {password: placeholder}\n")
 			c.write(t, "app/kustomization.yaml", "resources: [deployment.yaml, secret.yaml, cm.yaml]\nreplacements:\n  - source: {kind: Secret, name: db, fieldPath: stringData.password}\n    targets:\n      - select: {kind: ConfigMap, name: copy}\n        fieldPaths: [data.password]\n")
-			git("add", "-A")
-			git("commit", "-q", "-m", "head")
+			repo.Commit(t, "head")
 		}}
 }
 

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // The hostile-input corpus: a pull request's own files, and misuse of the
@@ -146,13 +147,7 @@ func newHostileRun(t *testing.T) *hostileRun {
 
 func (c *hostileRun) write(t *testing.T, rel, content string) {
 	t.Helper()
-	p := filepath.Join(c.repo, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testtree.Write(t, c.repo, map[string]string{rel: content})
 }
 
 func (c *hostileRun) read(t *testing.T, rel string) string {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // Plaintext secret values of the test repositories. They may appear in
@@ -38,13 +39,7 @@ func newTestRepo(t *testing.T) *testRepo {
 
 func (r *testRepo) write(path, content string) {
 	r.t.Helper()
-	p := filepath.Join(r.dir, filepath.FromSlash(path))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		r.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
+	testtree.Write(r.t, r.dir, map[string]string{path: content})
 }
 
 func (r *testRepo) read(path string) string {

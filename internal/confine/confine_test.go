@@ -11,9 +11,10 @@ import (
 	"github.com/ferry-ci/ferry/internal/confine"
 )
 
-// setup makes a folder to write into, with what a repository could have
-// committed there, and a folder outside it that must stay untouched.
-func setup(t *testing.T) (out, outside string) {
+// open makes a folder to write into, with what a repository could have
+// committed there, and a folder outside it that must stay untouched; it
+// returns the first opened with confine.Open (closed when the test ends).
+func open(t *testing.T) (d *confine.Dir, out, outside string) {
 	t.Helper()
 	base := t.TempDir()
 	out, outside = filepath.Join(base, "out"), filepath.Join(base, "outside")
@@ -41,7 +42,12 @@ func setup(t *testing.T) (out, outside string) {
 			t.Fatal(err)
 		}
 	}
-	return out, outside
+	d, err := confine.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d, out, outside
 }
 
 func TestWriteFile(t *testing.T) {
@@ -71,13 +77,8 @@ func TestWriteFile(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.rel, func(t *testing.T) {
 			t.Parallel()
-			out, outside := setup(t)
-			d, err := confine.Open(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			err = d.WriteFile(tc.rel, []byte("written\n"), 0o600)
+			d, out, outside := open(t)
+			err := d.WriteFile(tc.rel, []byte("written\n"), 0o600)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("WriteFile: %v", err)
@@ -115,12 +116,7 @@ func TestWriteFile(t *testing.T) {
 
 func TestSubAndMkdirAll(t *testing.T) {
 	t.Parallel()
-	out, _ := setup(t)
-	d, err := confine.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, out, _ := open(t)
 	for rel, want := range map[string]string{
 		"linked":       "out/linked is a symlink",
 		"linked/x":     "out/linked is a symlink",
@@ -153,12 +149,7 @@ func TestSubAndMkdirAll(t *testing.T) {
 // through it.
 func TestSymlinkIsNotWrittenThrough(t *testing.T) {
 	t.Parallel()
-	out, outside := setup(t)
-	d, err := confine.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, out, outside := open(t)
 	if err := d.Symlink(outside, "tree/link"); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package diff
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,35 +11,9 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/manifest"
-	"github.com/ferry-ci/ferry/internal/secrets"
+	"github.com/ferry-ci/ferry/internal/secrets/masktest"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
 )
-
-// decryptedMasker returns a masker of a decryptor that decrypted values
-// from a SOPS file.
-func decryptedMasker(t *testing.T, values ...string) *secrets.Masker {
-	t.Helper()
-	key := secretstest.NewKey(t)
-	doc := map[string]string{}
-	for i, v := range values {
-		doc[fmt.Sprintf("v%d", i)] = v
-	}
-	plain, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, err := secrets.ParseIdentities(key.Identity)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := secrets.NewDecryptor(ids)
-	if _, err := d.Decrypt("values.json", secretstest.Encrypt(t, "values.json", plain, "", key.Recipient)); err != nil {
-		t.Fatal(err)
-	}
-	m := secrets.NewMasker()
-	m.Watch(d)
-	return m
-}
 
 // longSecret is folded by YAML at a space: only masking the data before
 // it is encoded hides it.
@@ -103,7 +76,7 @@ func assertNoLeak(t *testing.T, outputs map[string]string, values ...string) {
 func TestSetsMaskDecryptedValues(t *testing.T) {
 	for _, tc := range maskCases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := decryptedMasker(t, tc.value)
+			m := masktest.Masker(t, tc.value)
 			b64 := base64.StdEncoding.EncodeToString([]byte(tc.value))
 			cm := func(data map[string]any) *unstructured.Unstructured {
 				return &unstructured.Unstructured{Object: map[string]any{
@@ -149,7 +122,7 @@ func TestSetsMaskDecryptedValues(t *testing.T) {
 // TestSetsMaskedChange: an object whose only change is a decrypted value
 // (masked on both sides) is changed, with a warning in place of a diff.
 func TestSetsMaskedChange(t *testing.T) {
-	m := decryptedMasker(t, "old-token-value", "new-token-value")
+	m := masktest.Masker(t, "old-token-value", "new-token-value")
 	cm := func(v string) []*unstructured.Unstructured {
 		return []*unstructured.Unstructured{{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "app", "namespace": "shop"},
@@ -175,7 +148,7 @@ func TestSetsMaskedChange(t *testing.T) {
 func TestLiveMasksDecryptedValues(t *testing.T) {
 	for _, tc := range maskCases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := decryptedMasker(t, tc.value)
+			m := masktest.Masker(t, tc.value)
 			cm := func(name string, data map[string]any) *unstructured.Unstructured {
 				return &unstructured.Unstructured{Object: map[string]any{
 					"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "shop"}, "data": data,

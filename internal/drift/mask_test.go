@@ -2,7 +2,6 @@ package drift
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,35 +10,9 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/manifest"
-	"github.com/ferry-ci/ferry/internal/secrets"
+	"github.com/ferry-ci/ferry/internal/secrets/masktest"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
 )
-
-// decryptedMasker returns a masker of a decryptor that decrypted values
-// from a SOPS file.
-func decryptedMasker(t *testing.T, values ...string) *secrets.Masker {
-	t.Helper()
-	key := secretstest.NewKey(t)
-	doc := map[string]string{}
-	for i, v := range values {
-		doc[fmt.Sprintf("v%d", i)] = v
-	}
-	plain, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, err := secrets.ParseIdentities(key.Identity)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := secrets.NewDecryptor(ids)
-	if _, err := d.Decrypt("values.json", secretstest.Encrypt(t, "values.json", plain, "", key.Recipient)); err != nil {
-		t.Fatal(err)
-	}
-	m := secrets.NewMasker()
-	m.Watch(d)
-	return m
-}
 
 // ferryOwnsCopies: ferry's apply owns the fields kustomize copied a
 // decrypted value into.
@@ -75,7 +48,7 @@ func TestDetectMasksDecryptedValues(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := decryptedMasker(t, tc.value)
+			m := masktest.Masker(t, tc.value)
 			want := copies(t, tc.value)
 			live := copies(t, "stale-value")
 			live.Object["data"] = map[string]any{"token": "stale", "b64": "c3RhbGU=", "config": "stale"}

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/ferry-ci/ferry/internal/gitrepo"
+	"github.com/ferry-ci/ferry/internal/gittest"
 )
 
 // objects writes git objects straight to a repository's store, so a test
@@ -132,11 +132,7 @@ func TestExportStaysInItsFolder(t *testing.T) {
 			if err := os.MkdirAll(outside, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			r, err := git.PlainInit(repoDir, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o := objects{t: t, st: r.Storer}
+			o := objects{t: t, st: gittest.Init(t, repoDir).Storer}
 			rev := o.commit(tc.tree(o, outside))
 			g, err := gitrepo.Open(repoDir)
 			if err != nil {

@@ -5,41 +5,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/ferry-ci/ferry/internal/gitrepo"
+	"github.com/ferry-ci/ferry/internal/gittest"
 )
-
-func commit(t *testing.T, w *git.Worktree, dir, content string) string {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, "f.yaml"), []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Add("f.yaml"); err != nil {
-		t.Fatal(err)
-	}
-	h, err := w.Commit(content, &git.CommitOptions{Author: &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h.String()
-}
 
 func TestHeadAndAncestry(t *testing.T) {
 	dir := t.TempDir()
-	r, err := git.PlainInit(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := r.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := commit(t, w, dir, "a: 1\n")
-	b := commit(t, w, dir, "a: 2\n")
+	r := gittest.Init(t, dir)
+	r.Write(t, "f.yaml", "a: 1\n")
+	a := r.Commit(t, "a: 1")
+	r.Write(t, "f.yaml", "a: 2\n")
+	b := r.Commit(t, "a: 2")
 
 	if err := os.MkdirAll(filepath.Join(dir, "sub", "dir"), 0o755); err != nil {
 		t.Fatal(err)

@@ -193,6 +193,12 @@ func (c *call) invalid(doc string, errs ...fieldError) {
 	c.fail(http.StatusUnprocessableEntity, "Validation Failed", doc, errs...)
 }
 
+// created answers a request that made v, found at url.
+func (c *call) created(url string, v any) {
+	c.w.Header().Set("Location", url)
+	c.json(http.StatusCreated, v)
+}
+
 func (c *call) decode(v any) bool {
 	if err := json.Unmarshal(c.body, v); err != nil {
 		c.fail(http.StatusBadRequest, "Problems parsing JSON", docs)
@@ -225,7 +231,9 @@ func (s *Server) handler() http.Handler {
 	route := func(pattern string, h func(*call)) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			c := r.Context().Value(ctxKey{}).(*call)
-			c.r = r // the mux's copy, holding the path values
+			c.r = r     // the mux's copy, holding the path values
+			s.mu.Lock() // every handler reads or changes the server's state
+			defer s.mu.Unlock()
 			h(c)
 		})
 	}
@@ -296,8 +304,6 @@ func bearer(h string) string {
 }
 
 func (s *Server) getUser(c *call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	c.json(http.StatusOK, s.userJSON(c.base, c.user.Login))
 }
 
@@ -320,8 +326,6 @@ func (s *Server) target(c *call) (*repo, *Issue, bool) {
 }
 
 func (s *Server) listComments(c *call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	r, is, ok := s.target(c)
 	if !ok {
 		return
@@ -332,12 +336,7 @@ func (s *Server) listComments(c *call) {
 			all = append(all, cm)
 		}
 	}
-	lo, hi := s.paginate(c, len(all))
-	out := []commentJSON{}
-	for _, cm := range all[lo:hi] {
-		out = append(out, s.commentJSON(c.base, r, cm))
-	}
-	c.json(http.StatusOK, out)
+	page(s, c, all, func(cm *Comment) commentJSON { return s.commentJSON(c.base, r, cm) })
 }
 
 const (
@@ -359,30 +358,43 @@ func checkBody(c *call, resource, doc string, body string) bool {
 	return true
 }
 
-func (s *Server) createComment(c *call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, is, ok := s.target(c)
-	if !ok {
-		return
-	}
+// commentBody reads the body of a comment being created or edited, which
+// GitHub wants present, not empty and within its limit.
+func commentBody(c *call, doc string) (string, bool) {
 	var in struct {
 		Body *string `json:"body"`
 	}
 	if !c.decode(&in) {
-		return
+		return "", false
 	}
 	if in.Body == nil || *in.Body == "" {
-		c.invalid(docCreateComment, fieldError{Resource: "IssueComment", Code: "missing_field", Field: "body"})
+		c.invalid(doc, fieldError{Resource: "IssueComment", Code: "missing_field", Field: "body"})
+		return "", false
+	}
+	return *in.Body, checkBody(c, "IssueComment", doc, *in.Body)
+}
+
+func (s *Server) createComment(c *call) {
+	r, is, ok := s.target(c)
+	if !ok {
 		return
 	}
-	if !checkBody(c, "IssueComment", docCreateComment, *in.Body) {
+	body, ok := commentBody(c, docCreateComment)
+	if !ok {
 		return
 	}
-	cm := s.newComment(r, is.Number, c.user.Login, *in.Body)
-	out := s.commentJSON(c.base, r, cm)
-	c.w.Header().Set("Location", out.URL)
-	c.json(http.StatusCreated, out)
+	out := s.commentJSON(c.base, r, s.newComment(r, is.Number, c.user.Login, body))
+	c.created(out.URL, out)
+}
+
+// pull resolves {owner}/{repo} and {number}, which must be a pull request.
+func (s *Server) pull(c *call) (*repo, *Issue, bool) {
+	r, is, ok := s.target(c)
+	if ok && is.PullRequest == nil {
+		c.notFound()
+		return nil, nil, false
+	}
+	return r, is, ok
 }
 
 func (s *Server) comment(c *call) (*repo, *Comment, bool) {
@@ -403,33 +415,20 @@ func (s *Server) comment(c *call) (*repo, *Comment, bool) {
 }
 
 func (s *Server) editComment(c *call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	r, cm, ok := s.comment(c)
 	if !ok {
 		return
 	}
-	var in struct {
-		Body *string `json:"body"`
-	}
-	if !c.decode(&in) {
+	body, ok := commentBody(c, docUpdateComment)
+	if !ok {
 		return
 	}
-	if in.Body == nil || *in.Body == "" {
-		c.invalid(docUpdateComment, fieldError{Resource: "IssueComment", Code: "missing_field", Field: "body"})
-		return
-	}
-	if !checkBody(c, "IssueComment", docUpdateComment, *in.Body) {
-		return
-	}
-	cm.Body = *in.Body
+	cm.Body = body
 	cm.Updated = s.tick()
 	c.json(http.StatusOK, s.commentJSON(c.base, r, cm))
 }
 
 func (s *Server) deleteComment(c *call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	r, cm, ok := s.comment(c)
 	if !ok {
 		return
@@ -439,8 +438,6 @@ func (s *Server) deleteComment(c *call) {
 }
 
 func (s *Server) listPulls(c *call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	r, _, ok := s.target(c)
 	if !ok {
 		return
@@ -464,31 +461,18 @@ func (s *Server) listPulls(c *call) {
 		all = append(all, is)
 	}
 	sortIssues(all, q.Get("sort"), q.Get("direction"))
-	lo, hi := s.paginate(c, len(all))
-	out := []pullJSON{}
-	for _, is := range all[lo:hi] {
-		out = append(out, s.pullJSON(c.base, r, is))
-	}
-	c.json(http.StatusOK, out)
+	page(s, c, all, func(is *Issue) pullJSON { return s.pullJSON(c.base, r, is) })
 }
 
 func (s *Server) getPull(c *call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, is, ok := s.target(c)
+	r, is, ok := s.pull(c)
 	if !ok {
-		return
-	}
-	if is.PullRequest == nil {
-		c.notFound()
 		return
 	}
 	c.json(http.StatusOK, s.pullJSON(c.base, r, is))
 }
 
 func (s *Server) createPull(c *call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	r, _, ok := s.target(c)
 	if !ok {
 		return
@@ -533,21 +517,13 @@ func (s *Server) createPull(c *call) {
 			return
 		}
 	}
-	is := s.newPull(r, c.user.Login, head, in.Base, *in.Title, deref(in.Body), in.Draft)
-	out := s.pullJSON(c.base, r, is)
-	c.w.Header().Set("Location", out.URL)
-	c.json(http.StatusCreated, out)
+	out := s.pullJSON(c.base, r, s.newPull(r, c.user.Login, head, in.Base, *in.Title, deref(in.Body), in.Draft))
+	c.created(out.URL, out)
 }
 
 func (s *Server) editPull(c *call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, is, ok := s.target(c)
+	r, is, ok := s.pull(c)
 	if !ok {
-		return
-	}
-	if is.PullRequest == nil {
-		c.notFound()
 		return
 	}
 	var in struct {
@@ -559,11 +535,7 @@ func (s *Server) editPull(c *call) {
 	if !c.decode(&in) {
 		return
 	}
-	if in.Body != nil && !checkBody(c, "PullRequest", docUpdatePull, *in.Body) {
-		return
-	}
-	if in.State != nil && *in.State != "open" && *in.State != "closed" {
-		c.invalid(docUpdatePull, fieldError{Resource: "PullRequest", Code: "invalid", Field: "state"})
+	if !checkEdit(c, "PullRequest", docUpdatePull, in.Body, in.State) {
 		return
 	}
 	s.apply(is, in.Title, in.Body, in.State)
@@ -571,6 +543,19 @@ func (s *Server) editPull(c *call) {
 		is.PullRequest.Base = *in.Base
 	}
 	c.json(http.StatusOK, s.pullJSON(c.base, r, is))
+}
+
+// checkEdit checks the body and state an edit of resource sets, when it
+// sets them.
+func checkEdit(c *call, resource, doc string, body, state *string) bool {
+	if body != nil && !checkBody(c, resource, doc, *body) {
+		return false
+	}
+	if state != nil && *state != "open" && *state != "closed" {
+		c.invalid(doc, fieldError{Resource: resource, Code: "invalid", Field: "state"})
+		return false
+	}
+	return true
 }
 
 func (s *Server) apply(is *Issue, title, body, state *string) {
@@ -594,8 +579,6 @@ func (s *Server) apply(is *Issue, title, body, state *string) {
 }
 
 func (s *Server) listIssues(c *call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	r, _, ok := s.target(c)
 	if !ok {
 		return
@@ -620,12 +603,7 @@ func (s *Server) listIssues(c *call) {
 		}
 	}
 	sortIssues(all, q.Get("sort"), q.Get("direction"))
-	lo, hi := s.paginate(c, len(all))
-	out := []issueJSON{}
-	for _, is := range all[lo:hi] {
-		out = append(out, s.issueJSON(c.base, r, is))
-	}
-	c.json(http.StatusOK, out)
+	page(s, c, all, func(is *Issue) issueJSON { return s.issueJSON(c.base, r, is) })
 }
 
 func hasLabel(labels []string, want string) bool {
@@ -653,8 +631,6 @@ func sortIssues(all []*Issue, by, direction string) {
 }
 
 func (s *Server) getIssue(c *call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	r, is, ok := s.target(c)
 	if !ok {
 		return
@@ -684,8 +660,6 @@ func labelNames(raw []json.RawMessage) ([]string, bool) {
 }
 
 func (s *Server) createIssue(c *call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	r, _, ok := s.target(c)
 	if !ok {
 		return
@@ -710,15 +684,11 @@ func (s *Server) createIssue(c *call) {
 		c.invalid(docCreateIssue, fieldError{Resource: "Issue", Code: "invalid", Field: "labels"})
 		return
 	}
-	is := s.newIssue(r, c.user.Login, *in.Title, deref(in.Body), labels)
-	out := s.issueJSON(c.base, r, is)
-	c.w.Header().Set("Location", out.URL)
-	c.json(http.StatusCreated, out)
+	out := s.issueJSON(c.base, r, s.newIssue(r, c.user.Login, *in.Title, deref(in.Body), labels))
+	c.created(out.URL, out)
 }
 
 func (s *Server) editIssue(c *call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	r, is, ok := s.target(c)
 	if !ok {
 		return
@@ -733,11 +703,7 @@ func (s *Server) editIssue(c *call) {
 	if !c.decode(&in) {
 		return
 	}
-	if in.Body != nil && !checkBody(c, "Issue", docUpdateIssue, *in.Body) {
-		return
-	}
-	if in.State != nil && *in.State != "open" && *in.State != "closed" {
-		c.invalid(docUpdateIssue, fieldError{Resource: "Issue", Code: "invalid", Field: "state"})
+	if !checkEdit(c, "Issue", docUpdateIssue, in.Body, in.State) {
 		return
 	}
 	if in.Labels != nil {
@@ -753,6 +719,17 @@ func (s *Server) editIssue(c *call) {
 	}
 	s.apply(is, in.Title, in.Body, in.State)
 	c.json(http.StatusOK, s.issueJSON(c.base, r, is))
+}
+
+// page answers with the page of all the request asks for, each item as
+// render writes it.
+func page[T, J any](s *Server, c *call, all []T, render func(T) J) {
+	lo, hi := s.paginate(c, len(all))
+	out := []J{}
+	for _, x := range all[lo:hi] {
+		out = append(out, render(x))
+	}
+	c.json(http.StatusOK, out)
 }
 
 // paginate picks the page the request asks for out of n items and sets the
