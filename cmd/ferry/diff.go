@@ -18,10 +18,9 @@ import (
 
 type diffOptions struct {
 	repo        repoFlags
-	base, head  string
+	rev         revisionFlags
 	format      *choiceValue
 	exitCode    bool
-	noDecrypt   bool
 	reportFile  string
 	color       *choiceValue
 	comment     bool
@@ -46,11 +45,11 @@ func newDiffCmd(e *env) *cobra.Command {
 	}
 	f := cmd.Flags()
 	o.repo.register(f, "repository root (may be a folder inside the Git work tree)")
-	f.StringVar(&o.base, "base", "", "base revision: a commit, branch or tag (default: the pull request's base in Actions)")
-	f.StringVar(&o.head, "head", "", "head revision (default: the pull request's head in Actions, else HEAD)")
+	f.StringVar(&o.rev.base, "base", "", "base revision: a commit, branch or tag (default: the pull request's base in Actions)")
+	f.StringVar(&o.rev.head, "head", "", "head revision (default: the pull request's head in Actions, else HEAD)")
 	f.Var(o.format, "format", "report format: text, json or markdown")
 	f.BoolVar(&o.exitCode, "exit-code", false, "exit 1 when there are differences")
-	f.BoolVar(&o.noDecrypt, "no-decrypt", false, "compare encrypted Secrets by their SOPS metadata only (automatic without an age key)")
+	f.BoolVar(&o.rev.noDecrypt, "no-decrypt", false, "compare encrypted Secrets by their SOPS metadata only (automatic without an age key)")
 	f.StringVar(&o.reportFile, "report-file", "", "also write the full markdown report to `FILE` (for an artifact)")
 	f.Var(o.color, "color", "color the text report: auto, always or never")
 	f.BoolVar(&o.comment, "comment", false, "keep the markdown report in one comment on the pull request")
@@ -65,17 +64,11 @@ func newDiffCmd(e *env) *cobra.Command {
 
 func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	ctx := cmd.Context()
-	if err := fillFromEvent(e, &o.base, &o.head, &o.pr); err != nil {
-		return err
-	}
-	if o.base == "" {
-		return fmt.Errorf("--base is required outside a pull_request event")
-	}
-	ropts, err := e.renderOptions(o.repo, o.noDecrypt || !e.hasAgeKey())
+	dopts, err := o.rev.options(e, o.repo, args, &o.pr)
 	if err != nil {
 		return err
 	}
-	dopts := diff.Options{Repo: o.repo.dir, Base: o.base, Head: o.head, Render: ropts, Targets: args, FetchToken: e.token(), Mask: e.masker}
+	dopts.Mask = e.masker
 	if o.live {
 		dopts.Live = o.liveCompare(e)
 	}

@@ -2,10 +2,35 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 
 	"github.com/ferry-ci/ferry/internal/diff"
 )
+
+// revisionFlags name the two revisions diff and plan compare.
+type revisionFlags struct {
+	base, head string
+	noDecrypt  bool
+}
+
+// options are the diff options of the revisions: base and head from the
+// flags, else from the Actions event (and the pull request's number into
+// pr, when pr is not nil); encrypted files are decrypted when an age key
+// is given and --no-decrypt is not.
+func (r *revisionFlags) options(e *env, repo repoFlags, targets []string, pr *int) (diff.Options, error) {
+	if err := fillFromEvent(e, &r.base, &r.head, pr); err != nil {
+		return diff.Options{}, err
+	}
+	if r.base == "" {
+		return diff.Options{}, fmt.Errorf("--base is required outside a pull_request or push event")
+	}
+	ropts, err := e.renderOptions(repo, r.noDecrypt || !e.hasAgeKey())
+	if err != nil {
+		return diff.Options{}, err
+	}
+	return diff.Options{Repo: repo.dir, Base: r.base, Head: r.head, Render: ropts, Targets: targets, FetchToken: e.token()}, nil
+}
 
 // fillFromEvent takes base, head and the pull request number from the
 // Actions event when they were not given: a pull_request event's base and

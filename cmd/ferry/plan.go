@@ -9,9 +9,8 @@ import (
 )
 
 type planOptions struct {
-	repo       repoFlags
-	base, head string
-	noDecrypt  bool
+	repo repoFlags
+	rev  revisionFlags
 }
 
 func newPlanCmd(e *env) *cobra.Command {
@@ -22,17 +21,11 @@ func newPlanCmd(e *env) *cobra.Command {
 		Long:    help("plan"),
 		Example: helpExamples("plan"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := fillFromEvent(e, &o.base, &o.head, nil); err != nil {
-				return err
-			}
-			if o.base == "" {
-				return fmt.Errorf("--base is required outside a pull_request or push event")
-			}
-			ropts, err := e.renderOptions(o.repo, o.noDecrypt || !e.hasAgeKey())
+			dopts, err := o.rev.options(e, o.repo, args, nil)
 			if err != nil {
 				return err
 			}
-			p, err := diff.Targets(cmd.Context(), diff.Options{Repo: o.repo.dir, Base: o.base, Head: o.head, Render: ropts, Targets: args, FetchToken: e.token()})
+			p, err := diff.Targets(cmd.Context(), dopts)
 			if err != nil {
 				return err
 			}
@@ -46,8 +39,8 @@ func newPlanCmd(e *env) *cobra.Command {
 	}
 	f := cmd.Flags()
 	o.repo.register(f, "repository root (may be a folder inside the Git work tree)")
-	f.StringVar(&o.base, "base", "", "base revision (default: from the Actions event)")
-	f.StringVar(&o.head, "head", "", "head revision (default: from the Actions event, else HEAD)")
-	f.BoolVar(&o.noDecrypt, "no-decrypt", false, "do not decrypt SOPS files (automatic without an age key)")
+	f.StringVar(&o.rev.base, "base", "", "base revision (default: from the Actions event)")
+	f.StringVar(&o.rev.head, "head", "", "head revision (default: from the Actions event, else HEAD)")
+	f.BoolVar(&o.rev.noDecrypt, "no-decrypt", false, "do not decrypt SOPS files (automatic without an age key)")
 	return cmd
 }
