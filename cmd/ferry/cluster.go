@@ -74,19 +74,10 @@ func (c *clusterFlags) clientOptions(e *env, t *config.Target) (kube.ClientOptio
 }
 
 // checkedOut returns the revision being applied or compared: the flag,
-// else $GITHUB_SHA, else the repository's HEAD; and, when the repository
-// is a Git checkout, how to tell whether one commit is an ancestor of
-// another.
+// else $GITHUB_SHA, else the repository's HEAD (see gitrepo.CheckedOut).
 func checkedOut(e *env, root, flag string) (revision string, isAncestor func(a, b string) (bool, error)) {
-	revision = flag
-	if revision == "" {
-		revision = e.getenv("GITHUB_SHA")
+	if flag == "" {
+		flag = e.getenv("GITHUB_SHA")
 	}
-	if g, err := gitrepo.Open(root); err == nil {
-		isAncestor = g.IsAncestor
-		if revision == "" {
-			revision, _ = g.Head()
-		}
-	}
-	return revision, isAncestor
+	return gitrepo.CheckedOut(root, flag)
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/confine"
-	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/render"
 )
 
@@ -72,11 +71,7 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 		defer out.Close()
 		return render.WriteFiles(out, results)
 	}
-	var all manifest.Set
-	for _, res := range results {
-		all.Objects = append(all.Objects, res.Set.Objects...)
-	}
-	out, err := all.YAML()
+	out, err := render.YAML(results)
 	if err != nil {
 		return err
 	}

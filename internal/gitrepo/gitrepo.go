@@ -51,3 +51,17 @@ func (g *Repo) IsAncestor(a, b string) (bool, error) {
 	}
 	return ca.IsAncestor(cb)
 }
+
+// CheckedOut returns revision, or when it is empty the HEAD commit of the
+// repository dir is in; and, when dir is in a Git repository, how to tell
+// whether one commit is an ancestor of another (nil otherwise).
+func CheckedOut(dir, revision string) (string, func(a, b string) (bool, error)) {
+	g, err := Open(dir)
+	if err != nil {
+		return revision, nil
+	}
+	if revision == "" {
+		revision, _ = g.Head()
+	}
+	return revision, g.IsAncestor
+}

@@ -32,3 +32,12 @@ func WriteFiles(out *confine.Dir, results []*Result) error {
 	}
 	return nil
 }
+
+// YAML is one YAML stream of every object of the results, in order.
+func YAML(results []*Result) ([]byte, error) {
+	var all manifest.Set
+	for _, res := range results {
+		all.Objects = append(all.Objects, res.Set.Objects...)
+	}
+	return all.YAML()
+}
