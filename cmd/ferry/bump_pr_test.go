@@ -2,19 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
-	"code.gitea.io/sdk/gitea"
-	gogit "github.com/go-git/go-git/v5"
-	gitconfig "github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ferry-ci/ferry/internal/actions/actionstest"
@@ -44,50 +36,15 @@ func workTree(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-// treeFiles returns the files of a commit's tree by path.
-func treeFiles(t *testing.T, repo *gogit.Repository, hash plumbing.Hash) map[string]string {
-	t.Helper()
-	c, err := repo.CommitObject(hash)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, err := c.Tree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	err = tree.Files().ForEach(func(f *object.File) error {
-		r, err := f.Reader()
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		b, err := io.ReadAll(r)
-		out[f.Name] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // branchCommit returns the commit a branch of repo points at, with its
 // parent.
-func branchCommit(t *testing.T, repo *gogit.Repository, branch string) (hash, parent plumbing.Hash) {
+func branchCommit(t *testing.T, repo *gittest.Bare, branch string) (hash, parent string) {
 	t.Helper()
-	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
-	if err != nil {
-		t.Fatalf("branch %s: %v", branch, err)
+	c := repo.Tip(t, branch)
+	if len(c.Parents) != 1 {
+		t.Fatalf("branch %s: commit has %d parents", branch, len(c.Parents))
 	}
-	c, err := repo.CommitObject(ref.Hash())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(c.ParentHashes) != 1 {
-		t.Fatalf("branch %s: commit has %d parents", branch, len(c.ParentHashes))
-	}
-	return ref.Hash(), c.ParentHashes[0]
+	return c.Hash, c.Parents[0]
 }
 
 // withEdits returns files with edits (file -> old -> new) applied.
@@ -108,7 +65,7 @@ func withEdits(t *testing.T, files map[string]string, edits map[string][2]string
 
 // bareRemote makes dir a Git repository (bumpGitRepo) whose origin is a
 // new bare repository, and returns both.
-func bareRemote(t *testing.T, dir string) (local *gittest.Repo, remote *gogit.Repository) {
+func bareRemote(t *testing.T, dir string) (local *gittest.Repo, remote *gittest.Bare) {
 	t.Helper()
 	local = bumpGitRepo(t, dir)
 	return local, local.BareRemote(t, "origin")
@@ -136,7 +93,7 @@ func githubBumpEnv(reg *bumpRegistry, gh *githubtest.Server, token string) map[s
 }
 
 // TestBumpPRGitHub runs ferry bump --pr against a server speaking GitHub's
-// REST API through go-github, with a local bare repository as the remote:
+// REST API, with a local bare repository as the remote:
 // one branch and pull request per policy whose marked lines change, then
 // the same pull request updated when a newer tag appears, and nothing at
 // all on a run with nothing new.
@@ -145,12 +102,10 @@ func TestBumpPRGitHub(t *testing.T) {
 
 	dir := bumpFixture(t, "fleet", reg.Host, nil)
 	local, remote := bareRemote(t, dir)
-	if err := local.Push(&gogit.PushOptions{RemoteName: "origin", RefSpecs: []gitconfig.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
-		t.Fatal(err)
-	}
-	head, _ := local.Head()
+	local.PushHead(t, "origin", "main", gittest.Auth{})
+	head := local.Tip(t, "main").Hash
 	before := workTree(t, dir)
-	base := treeFiles(t, remote, head.Hash())
+	base := remote.Files(t, head)
 
 	env := githubBumpEnv(reg, gh, token)
 	bump := func() result {
@@ -185,10 +140,10 @@ func TestBumpPRGitHub(t *testing.T) {
 		"ferry/bump/apps/build":      {"apps/build/values.yaml": {"'03300207'", "'03300208'"}},
 	} {
 		hash, parent := branchCommit(t, remote, branch)
-		if parent != head.Hash() {
-			t.Errorf("%s: parent %s, want main's %s", branch, parent, head.Hash())
+		if parent != head {
+			t.Errorf("%s: parent %s, want main's %s", branch, parent, head)
 		}
-		if diff := cmp.Diff(withEdits(t, base, edits), treeFiles(t, remote, hash)); diff != "" {
+		if diff := cmp.Diff(withEdits(t, base, edits), remote.Files(t, hash)); diff != "" {
 			t.Errorf("%s: files (-want +got):\n%s", branch, diff)
 		}
 	}
@@ -237,7 +192,7 @@ func TestBumpPRGitHub(t *testing.T) {
 		t.Errorf("forge writes after the newer tag = %q, want one PATCH of the app pull request", writes)
 	}
 	hash, _ := branchCommit(t, remote, "ferry/bump/flux-system/app")
-	if diff := cmp.Diff(withEdits(t, base, map[string][2]string{"apps/app/deployment.yaml": {"app:1.24.0 #", "app:1.26.0 #"}}), treeFiles(t, remote, hash)); diff != "" {
+	if diff := cmp.Diff(withEdits(t, base, map[string][2]string{"apps/app/deployment.yaml": {"app:1.24.0 #", "app:1.26.0 #"}}), remote.Files(t, hash)); diff != "" {
 		t.Errorf("app branch after the newer tag (-want +got):\n%s", diff)
 	}
 	if !strings.Contains(res.stdout, "flux-system:app: pull request #") || !strings.Contains(res.stdout, " updated: ") {
@@ -258,15 +213,10 @@ func TestBumpPRGitea(t *testing.T) {
 
 	dir := bumpFixture(t, "fleet", reg.Host, nil)
 	local := bumpGitRepo(t, dir)
-	if _, err := local.CreateRemote(&gitconfig.RemoteConfig{Name: "origin", URLs: []string{g.CloneURL(bot, name)}}); err != nil {
-		t.Fatal(err)
-	}
-	auth := &githttp.BasicAuth{Username: bot, Password: token}
-	if err := local.Push(&gogit.PushOptions{RemoteName: "origin", Auth: auth, RefSpecs: []gitconfig.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
-		t.Fatal(err)
-	}
-	head, _ := local.Head()
-	base := treeFiles(t, local.Repository, head.Hash())
+	local.AddRemote(t, "origin", g.CloneURL(bot, name))
+	auth := gittest.Auth{User: bot, Password: token}
+	local.PushHead(t, "origin", "main", auth)
+	base := local.Files(t, local.Tip(t, "main").Hash)
 
 	env := reg.env()
 	output := filepath.Join(t.TempDir(), "output")
@@ -294,31 +244,19 @@ func TestBumpPRGitea(t *testing.T) {
 		}
 		return out
 	}
-	pulls := func() map[string]*gitea.PullRequest {
+	pulls := func() map[string]*giteatest.PullRequest {
 		t.Helper()
-		list, _, err := g.Client(t, token).ListRepoPullRequests(bot, name, gitea.ListPullRequestsOptions{State: gitea.StateOpen, ListOptions: gitea.ListOptions{PageSize: 50}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]*gitea.PullRequest{}
-		for _, p := range list {
-			out[p.Head.Ref] = p
+		out := map[string]*giteatest.PullRequest{}
+		for _, p := range g.OpenPullRequests(t, token, bot, name) {
+			out[p.Head] = &p
 		}
 		return out
 	}
 	// clone reads a branch back from Gitea.
 	clone := func(branch string) map[string]string {
 		t.Helper()
-		r, err := gogit.Clone(memory.NewStorage(), nil, &gogit.CloneOptions{URL: g.CloneURL(bot, name), Auth: auth,
-			ReferenceName: plumbing.NewBranchReferenceName(branch), SingleBranch: true})
-		if err != nil {
-			t.Fatalf("cloning %s: %v", branch, err)
-		}
-		ref, err := r.Head()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return treeFiles(t, r, ref.Hash())
+		r := gittest.Clone(t, g.CloneURL(bot, name), branch, auth)
+		return r.Files(t, r.Tip(t, branch).Hash)
 	}
 
 	created := bump()
@@ -326,8 +264,8 @@ func TestBumpPRGitea(t *testing.T) {
 	var heads []string
 	for h, p := range first {
 		heads = append(heads, h+": "+p.Title)
-		if p.Base.Ref != "main" {
-			t.Errorf("%s: base %s, want main", h, p.Base.Ref)
+		if p.Base != "main" {
+			t.Errorf("%s: base %s, want main", h, p.Base)
 		}
 	}
 	sort.Strings(heads)
@@ -339,7 +277,7 @@ func TestBumpPRGitea(t *testing.T) {
 	if diff := cmp.Diff(want, heads); diff != "" {
 		t.Fatalf("pull requests (-want +got):\n%s", diff)
 	}
-	if o := created["flux-system:app"]; len(created) != 3 || o.Action != "created" || o.Number != int(first["ferry/bump/flux-system/app"].Index) || o.URL != first["ferry/bump/flux-system/app"].HTMLURL {
+	if o := created["flux-system:app"]; len(created) != 3 || o.Action != "created" || o.Number != int(first["ferry/bump/flux-system/app"].Number) || o.URL != first["ferry/bump/flux-system/app"].URL {
 		t.Errorf("pull-requests output after the first run: %+v", created)
 	}
 	if diff := cmp.Diff(withEdits(t, base, map[string][2]string{"apps/mono/kustomization.yaml": {`"api-0.20.0"`, `"api-0.21.0"`}}), clone("ferry/bump/flux-system/api")); diff != "" {
@@ -354,7 +292,7 @@ func TestBumpPRGitea(t *testing.T) {
 		t.Errorf("pull-requests output after the newer tag: %+v", updated)
 	}
 	app := second["ferry/bump/flux-system/app"]
-	if len(second) != 3 || app == nil || app.Index != first["ferry/bump/flux-system/app"].Index {
+	if len(second) != 3 || app == nil || app.Number != first["ferry/bump/flux-system/app"].Number {
 		t.Fatalf("after the newer tag: %d pull requests, app %+v; want the same 3", len(second), app)
 	}
 	if app.Title != "Bump "+reg.Host+"/team/app to 1.26.0" || !strings.Contains(app.Body, "`"+reg.Host+"/team/app:1.26.0`") {
@@ -401,16 +339,9 @@ func TestBumpPRErrors(t *testing.T) {
 			if res.code != exitError || !strings.Contains(res.stderr, tc.want) {
 				t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and %q", res.code, res.stderr, tc.want)
 			}
-			refs, err := remote.References()
-			if err != nil {
-				t.Fatal(err)
+			for _, b := range remote.Branches(t) {
+				t.Errorf("the remote got branch %s", b)
 			}
-			_ = refs.ForEach(func(r *plumbing.Reference) error {
-				if r.Name().IsBranch() {
-					t.Errorf("the remote got %s", r.Name())
-				}
-				return nil
-			})
 			if w := gh.Writes(); len(w) != 0 {
 				t.Errorf("the forge was written to: %+v", w)
 			}
@@ -433,8 +364,7 @@ func TestBumpPRGrouped(t *testing.T) {
 		t.Run(tc.branch, func(t *testing.T) {
 			dir := bumpFixture(t, "fleet", reg.Host, nil)
 			local, remote := bareRemote(t, dir)
-			head, _ := local.Head()
-			base := treeFiles(t, local.Repository, head.Hash())
+			base := local.Files(t, local.Tip(t, "main").Hash)
 			res := ferry(t, githubBumpEnv(reg, gh, token), append([]string{"bump", "--pr", "--repo", dir}, tc.args...)...)
 			if res.code != exitOK {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
@@ -463,7 +393,7 @@ func TestBumpPRGrouped(t *testing.T) {
 				"apps/mono/kustomization.yaml": {`"api-0.20.0"`, `"api-0.21.0"`},
 				"apps/build/values.yaml":       {"'03300207'", "'03300208'"},
 			})
-			if diff := cmp.Diff(want, treeFiles(t, remote, hash)); diff != "" {
+			if diff := cmp.Diff(want, remote.Files(t, hash)); diff != "" {
 				t.Errorf("grouped branch (-want +got):\n%s", diff)
 			}
 		})

@@ -4,9 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/go-git/go-git/v5"
-	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/ferry-ci/ferry/internal/gittest"
 )
@@ -55,13 +54,45 @@ func TestCommitsAreReproducible(t *testing.T) {
 }
 
 func TestBareRemote(t *testing.T) {
-	r, _, second := steps(t)
+	r, first, second := steps(t)
 	remote := r.BareRemote(t, "origin")
-	if err := r.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []gitconfig.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
+	if got := remote.Branches(t); len(got) != 0 {
+		t.Errorf("a new remote has branches %q", got)
+	}
+	r.PushHead(t, "origin", "main", gittest.Auth{})
+	r.PushHead(t, "origin", "feature", gittest.Auth{})
+	if diff := cmp.Diff([]string{"feature", "main"}, remote.Branches(t)); diff != "" {
+		t.Errorf("branches (-want +got):\n%s", diff)
+	}
+	want := gittest.Commit{Hash: second, Parents: []string{first}}
+	if diff := cmp.Diff(want, remote.Tip(t, "main")); diff != "" {
+		t.Errorf("the remote's main (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, r.Tip(t, "main")); diff != "" {
+		t.Errorf("the local main (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"a/b.yaml": "x: 2\n"}, remote.Files(t, second)); diff != "" {
+		t.Errorf("files of the second commit (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"a/b.yaml": "x: 1\n", "gone.txt": "bye"}, r.Files(t, first)); diff != "" {
+		t.Errorf("files of the first commit (-want +got):\n%s", diff)
+	}
+
+	// A branch pushed again is replaced, even by an older commit.
+	r.AddRemote(t, "origin", "ignored: the remote exists")
+	if err := r.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName("main"), plumbing.NewHash(first))); err != nil {
 		t.Fatal(err)
 	}
-	ref, err := remote.Reference(plumbing.NewBranchReferenceName("main"), true)
-	if err != nil || ref.Hash().String() != second {
-		t.Errorf("the remote's main is %v, %v; want %s", ref, err, second)
+	r.PushHead(t, "origin", "feature", gittest.Auth{})
+	if got := remote.Tip(t, "feature").Hash; got != first {
+		t.Errorf("feature pushed again is at %s, want %s", got, first)
+	}
+
+	clone := gittest.Clone(t, remote.Dir, "main", gittest.Auth{})
+	if diff := cmp.Diff([]string{"main"}, clone.Branches(t)); diff != "" {
+		t.Errorf("branches of a clone of main (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, clone.Tip(t, "main")); diff != "" {
+		t.Errorf("the clone's main (-want +got):\n%s", diff)
 	}
 }
