@@ -2,38 +2,20 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"code.gitea.io/sdk/gitea"
-	gogit "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
+	"github.com/ferry-ci/ferry/internal/gittest"
 )
 
 // push pushes a branch of the test repository to Gitea as its admin.
 func (p *prRepo) push(t *testing.T, g *giteatest.Gitea, owner, name, branch string) {
 	t.Helper()
-	if _, err := p.Remote("gitea"); err != nil {
-		if _, err := p.CreateRemote(&config.RemoteConfig{Name: "gitea", URLs: []string{g.CloneURL(owner, name)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	head, err := p.Head()
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := config.RefSpec(fmt.Sprintf("+%s:refs/heads/%s", head.Hash(), branch))
-	err = p.Push(&gogit.PushOptions{RemoteName: "gitea", RefSpecs: []config.RefSpec{spec},
-		Auth: &githttp.BasicAuth{Username: giteatest.AdminUser, Password: g.AdminToken}})
-	if err != nil && err != gogit.NoErrAlreadyUpToDate {
-		t.Fatalf("pushing %s: %v", branch, err)
-	}
+	p.AddRemote(t, "gitea", g.CloneURL(owner, name))
+	p.PushHead(t, "gitea", branch, gittest.Auth{User: giteatest.AdminUser, Password: g.AdminToken})
 }
 
 // TestDiffCommentGitea opens a pull request on a real Gitea and runs diff
@@ -55,14 +37,9 @@ func TestDiffCommentGitea(t *testing.T) {
 	p.Replace(t, "shop/base/deployment.yaml", "web:2.4.0", "web:2.5.0")
 	head1 := p.Commit(t, "2.5.0")
 	p.push(t, g, bot, name, "shop-2.5.0")
-	pr, _, err := g.Client(t, token).CreatePullRequest(bot, name, gitea.CreatePullRequestOption{Head: "shop-2.5.0", Base: "main", Title: "Bump shop"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr := g.CreatePullRequest(t, token, bot, name, "shop-2.5.0", "main", "Bump shop")
 	forged := "<!-- ferry:diff part 1 -->\nnot ferry's comment"
-	if _, _, err := g.Client(t, otherToken).CreateIssueComment(bot, name, pr.Index, gitea.CreateIssueCommentOption{Body: forged}); err != nil {
-		t.Fatal(err)
-	}
+	g.CreateComment(t, otherToken, bot, name, pr.Number, forged)
 
 	summary := filepath.Join(t.TempDir(), "summary.md")
 	vars := func(head string) map[string]string {
@@ -70,7 +47,7 @@ func TestDiffCommentGitea(t *testing.T) {
 			"GITHUB_ACTIONS":      "true",
 			"GITEA_ACTIONS":       "true",
 			"GITHUB_EVENT_NAME":   "pull_request",
-			"GITHUB_EVENT_PATH":   pullRequestEvent(t, "gitea-pull_request.json", int(pr.Index), base, head),
+			"GITHUB_EVENT_PATH":   pullRequestEvent(t, "gitea-pull_request.json", int(pr.Number), base, head),
 			"GITHUB_REPOSITORY":   bot + "/" + name,
 			"GITHUB_SERVER_URL":   strings.TrimSuffix(g.URL, "/"),
 			"GITHUB_API_URL":      g.URL + "api/v1",
@@ -80,14 +57,10 @@ func TestDiffCommentGitea(t *testing.T) {
 			"SOPS_AGE_KEY":        exampleKeyText(t),
 		}
 	}
-	comments := func() (ours, theirs []*gitea.Comment) {
+	comments := func() (ours, theirs []giteatest.Comment) {
 		t.Helper()
-		all, _, err := g.Client(t, token).ListIssueComments(bot, name, pr.Index, gitea.ListIssueCommentOptions{ListOptions: gitea.ListOptions{PageSize: 50}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range all {
-			if c.Poster.UserName == bot {
+		for _, c := range g.Comments(t, token, bot, name, pr.Number) {
+			if c.Author == bot {
 				ours = append(ours, c)
 			} else {
 				theirs = append(theirs, c)
@@ -139,7 +112,7 @@ func TestDiffCommentGitea(t *testing.T) {
 		if strings.Count(c.Body, "<details>") != strings.Count(c.Body, "</details>") {
 			t.Errorf("part %d leaves a details element open", i+1)
 		}
-		html := renderMarkdown(t, g, token, c.Body)
+		html := g.RenderMarkdown(t, token, c.Body)
 		if strings.Contains(html, "<script") {
 			t.Errorf("part %d renders a script element", i+1)
 		}
@@ -170,14 +143,4 @@ func TestDiffCommentGitea(t *testing.T) {
 	if b, _ := os.ReadFile(summary); !strings.Contains(string(b), "web:2.5.1") {
 		t.Error("the step summary lacks the report")
 	}
-}
-
-// renderMarkdown renders a comment body as Gitea renders comments.
-func renderMarkdown(t *testing.T, g *giteatest.Gitea, token, body string) string {
-	t.Helper()
-	html, resp, err := g.Client(t, token).RenderMarkdown(gitea.MarkdownOption{Text: body, Mode: "comment"})
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("rendering markdown: %v", err)
-	}
-	return html
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"code.gitea.io/sdk/gitea"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -616,26 +615,10 @@ func TestDriftIssueGitea(t *testing.T) {
 	token := g.CreateUser(t, owner)
 	g.CreateRepo(t, owner, name)
 	vars := map[string]string{"GITEA_ACTIONS": "true", "GITHUB_SERVER_URL": g.URL, "GITHUB_REPOSITORY": owner + "/" + name, "GITHUB_TOKEN": token}
-	client := g.Client(t, token)
 	driftIssueScenario(t, vars, func() []forgeIssue {
-		list, _, err := client.ListRepoIssues(owner, name, gitea.ListIssueOption{State: gitea.StateAll, Type: gitea.IssueTypeIssue})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var out []forgeIssue
-		for _, is := range list {
-			fi := forgeIssue{Number: int(is.Index), Title: is.Title, Body: is.Body, State: string(is.State)}
-			for _, l := range is.Labels {
-				fi.Labels = append(fi.Labels, l.Name)
-			}
-			comments, _, err := client.ListIssueComments(owner, name, is.Index, gitea.ListIssueCommentOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range comments {
-				fi.Comments = append(fi.Comments, c.Body)
-			}
-			out = append(out, fi)
+		for _, is := range g.Issues(t, token, owner, name) {
+			out = append(out, forgeIssue{Number: int(is.Number), Title: is.Title, Body: is.Body, State: is.State, Labels: is.Labels, Comments: is.Comments})
 		}
 		return out
 	})
