@@ -1,10 +1,7 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,10 +12,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/ferry-ci/ferry/internal/goldenfile"
 	"github.com/ferry-ci/ferry/internal/images/registrytest"
@@ -74,62 +67,28 @@ func TestImage(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no image line in:\n%s", out)
 	}
-	ref, err := name.ParseReference(m[1])
-	if err != nil {
-		t.Fatal(err)
+	ref := m[1]
+	img := reg.Read(t, ref)
+	t.Logf("image %s: %d layer(s), %.1f MB compressed", ref, img.Layers, float64(img.Size)/1e6)
+	if img.Size > maxImageBytes {
+		t.Errorf("the image is %d bytes compressed, more than %d", img.Size, maxImageBytes)
 	}
-	img, err := remote.Image(ref, remote.WithAuth(&authn.Basic{Username: reg.Username, Password: reg.Password}))
-	if err != nil {
-		t.Fatalf("pulling %s back: %v", ref, err)
+	if img.User != "65532:65532" {
+		t.Errorf("user %q, want 65532:65532 (non-root)", img.User)
 	}
-	manifest, err := img.Manifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	size := manifest.Config.Size
-	for _, l := range manifest.Layers {
-		size += l.Size
-	}
-	t.Logf("image %s: %d layer(s), %.1f MB compressed", ref, len(manifest.Layers), float64(size)/1e6)
-	if size > maxImageBytes {
-		t.Errorf("the image is %d bytes compressed, more than %d", size, maxImageBytes)
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Config.User != "65532:65532" {
-		t.Errorf("user %q, want 65532:65532 (non-root)", cfg.Config.User)
-	}
-	if d := cmp.Diff([]string{"/ferry"}, cfg.Config.Entrypoint); d != "" {
+	if d := cmp.Diff([]string{"/ferry"}, img.Entrypoint); d != "" {
 		t.Errorf("entrypoint (-want +got):\n%s", d)
 	}
-	if cfg.OS != "linux" || cfg.Architecture != runtime.GOARCH {
-		t.Errorf("platform %s/%s", cfg.OS, cfg.Architecture)
+	if img.OS != "linux" || img.Architecture != runtime.GOARCH {
+		t.Errorf("platform %s/%s", img.OS, img.Architecture)
 	}
 
 	// Nothing but the binary, the CA certificates, passwd, group and /tmp.
-	files := map[string]int64{}
-	tr := tar.NewReader(mutate.Extract(img))
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := strings.TrimSuffix(strings.TrimPrefix(h.Name, "./"), "/")
-		if h.Typeflag == tar.TypeDir {
-			p += "/"
-		}
-		files[p] = h.Size
-		if p == "ferry" && h.Mode&0o111 == 0 {
-			t.Error("/ferry is not executable")
-		}
+	if f, ok := img.Files["ferry"]; ok && f.Mode&0o111 == 0 {
+		t.Error("/ferry is not executable")
 	}
 	var names []string
-	for p := range files {
+	for p := range img.Files {
 		names = append(names, p)
 	}
 	sort.Strings(names)
@@ -137,8 +96,8 @@ func TestImage(t *testing.T) {
 	if d := cmp.Diff(want, names); d != "" {
 		t.Errorf("image files (-want +got):\n%s", d)
 	}
-	if files["etc/ssl/certs/ca-certificates.crt"] < 10_000 {
-		t.Errorf("ca-certificates.crt is %d bytes", files["etc/ssl/certs/ca-certificates.crt"])
+	if n := img.Files["etc/ssl/certs/ca-certificates.crt"].Size; n < 10_000 {
+		t.Errorf("ca-certificates.crt is %d bytes", n)
 	}
 
 	// What the image printed, run as a runner would.
