@@ -42,7 +42,7 @@ func pullRequestEvent(t *testing.T, src string, number int, base, head string) s
 }
 
 // TestDiffCommentGitHub runs diff --comment as a pull_request workflow step
-// would, against a server speaking GitHub's REST JSON through go-github.
+// would, against a server speaking GitHub's REST JSON (githubtest).
 func TestDiffCommentGitHub(t *testing.T) {
 	gh := githubtest.New(t)
 	gh.SetPerPage(2) // several pages of comments
