@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -362,11 +363,7 @@ func actionFiles(t *testing.T, cmds map[string]*cobra.Command) map[string][]byte
 		ri.docs[command] = doc
 		ri.commands = append(ri.commands, command)
 	}
-	names := make([]string, 0, len(cmds))
-	for name := range cmds {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(cmds))
 	for _, name := range names {
 		cmd := cmds[name]
 		var b strings.Builder

@@ -2,8 +2,8 @@ package actions
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -86,12 +86,7 @@ func (r *Runtime) CommandLine(c Command) (*CommandLine, error) {
 // flagInputs turns the inputs named after the command's flags into those
 // flags (the command line wins), and checks the required ones are set.
 func (r *Runtime) flagInputs(c Command, flags map[string]*pflag.Flag, in *CommandLine) error {
-	names := make([]string, 0, len(flags))
-	for name := range flags {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(flags)) {
 		f := flags[name]
 		if f.Changed {
 			continue
