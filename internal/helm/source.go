@@ -272,6 +272,31 @@ func chartMetadata(archive []byte) (*chart.Metadata, error) {
 	return md, nil
 }
 
+// reasonError is an error that is one of the Err* kinds, with its own
+// words: "no version matches" reads better than "not found: no version
+// matches".
+type reasonError struct {
+	kind error
+	msg  string
+}
+
+func (e *reasonError) Error() string { return e.msg }
+func (e *reasonError) Unwrap() error { return e.kind }
+
+// reason is an error of kind, saying format.
+func reason(kind error, format string, args ...any) error {
+	return &reasonError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+// refused is ErrUnauthorized for host's answer status, saying whether
+// credentials were given (never which).
+func refused(who, host, status string, creds *Credentials) error {
+	if creds == nil {
+		return reason(ErrUnauthorized, "the %s refused access without credentials (%s answered %s); give the source credentials", who, host, status)
+	}
+	return reason(ErrUnauthorized, "the %s refused the credentials (%s answered %s)", who, host, status)
+}
+
 // redact is u without the credentials it may hold.
 func redact(u string) string {
 	p, err := url.Parse(u)

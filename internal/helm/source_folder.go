@@ -36,7 +36,7 @@ func (s *Sources) fetchFolder(src ChartSource) (*Fetched, error) {
 	}
 	real, err := filepath.EvalSymlinks(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fail(fmt.Errorf("%w: no folder %s in the repository", ErrNotFound, src.Path))
+		return nil, fail(reason(ErrNotFound, "no folder %s in the repository", src.Path))
 	}
 	if err != nil {
 		return nil, fail(err)
@@ -49,7 +49,7 @@ func (s *Sources) fetchFolder(src ChartSource) (*Fetched, error) {
 	}
 	b, err := os.ReadFile(filepath.Join(real, "Chart.yaml"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fail(fmt.Errorf("%w: %s has no Chart.yaml", ErrNotFound, src.Path))
+		return nil, fail(reason(ErrNotFound, "%s has no Chart.yaml", src.Path))
 	}
 	if err != nil {
 		return nil, fail(err)

@@ -86,7 +86,7 @@ func pick(idx *repoIndex, chart, version string, c *semver.Constraints) (*indexe
 		}
 	}
 	if len(offered) == 0 {
-		return nil, fmt.Errorf("%w: the repository's index has no chart %q", ErrNotFound, chart)
+		return nil, reason(ErrNotFound, "the repository's index has no chart %q", chart)
 	}
 	if c == nil {
 		for _, v := range offered {
@@ -96,7 +96,7 @@ func pick(idx *repoIndex, chart, version string, c *semver.Constraints) (*indexe
 		}
 		var err error
 		if c, err = semver.NewConstraint("=" + version); err != nil {
-			return nil, fmt.Errorf("%w: the index has no version %q", ErrNotFound, version)
+			return nil, reason(ErrNotFound, "the index has no version %q", version)
 		}
 	}
 	versions := make([]string, len(offered))
@@ -105,7 +105,7 @@ func pick(idx *repoIndex, chart, version string, c *semver.Constraints) (*indexe
 	}
 	best := newest(c, versions)
 	if best == "" {
-		return nil, fmt.Errorf("%w: no version matches (the index has %s)", ErrNotFound, summarize(versions))
+		return nil, reason(ErrNotFound, "no version matches (the index has %s)", summarize(versions))
 	}
 	return offered[slices.Index(versions, best)], nil
 }
@@ -232,9 +232,9 @@ func (s *Sources) get(ctx context.Context, u string, creds *Credentials, max int
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return nil, fmt.Errorf("%w (%s answered %s)", ErrUnauthorized, hostOf(u), resp.Status)
+		return nil, refused("repository", hostOf(u), resp.Status, creds)
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("%w (%s answered %s)", ErrNotFound, hostOf(u), resp.Status)
+		return nil, reason(ErrNotFound, "%s answered %s", hostOf(u), resp.Status)
 	case resp.StatusCode/100 != 2:
 		return nil, fmt.Errorf("%s answered %s", hostOf(u), resp.Status)
 	}

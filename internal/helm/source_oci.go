@@ -77,7 +77,7 @@ func (s *Sources) fetchOCI(ctx context.Context, src ChartSource) (*Fetched, erro
 				return nil, fail(version, s.registryError(repo, src.Credentials, err))
 			}
 			if tag = newest(c, tags); tag == "" {
-				return nil, fail(version, fmt.Errorf("%w: no tag matches (the repository has %s)", ErrNotFound, summarize(tags)))
+				return nil, fail(version, reason(ErrNotFound, "no tag matches (the repository has %s)", summarize(tags)))
 			}
 			version = tag
 		}
@@ -212,13 +212,9 @@ func (s *Sources) registryError(repo name.Repository, creds *Credentials, err er
 	}
 	switch te.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		who := "with the credentials given"
-		if creds == nil {
-			who = "without credentials"
-		}
-		return fmt.Errorf("%w: %s answered %d %s to a request %s", ErrUnauthorized, repo.RegistryStr(), te.StatusCode, http.StatusText(te.StatusCode), who)
+		return refused("registry", repo.RegistryStr(), fmt.Sprintf("%d %s", te.StatusCode, http.StatusText(te.StatusCode)), creds)
 	case http.StatusNotFound:
-		return fmt.Errorf("%w: %s", ErrNotFound, err)
+		return reason(ErrNotFound, "%s", err)
 	}
 	return err
 }
