@@ -74,7 +74,7 @@ func (s *Sources) fetchOCI(ctx context.Context, src ChartSource) (*Fetched, erro
 		if c != nil {
 			tags, err := s.tags(ctx, repo, ropts)
 			if err != nil {
-				return nil, fail(version, s.registryError(repo, src.Credentials, err))
+				return nil, fail(version, registryError(repo.RegistryStr(), repo.String(), src.Credentials, err))
 			}
 			if tag = newest(c, tags); tag == "" {
 				return nil, fail(version, reason(ErrNotFound, "no tag matches (the repository has %s)", summarize(tags)))
@@ -149,7 +149,7 @@ func (s *Sources) pull(ref name.Reference, creds *Credentials, ropts []remote.Op
 	repo := ref.Context()
 	desc, err := remote.Get(ref, ropts...)
 	if err != nil {
-		return nil, s.registryError(repo, creds, err)
+		return nil, registryError(repo.RegistryStr(), ref.String(), creds, err)
 	}
 	if desc.MediaType.IsIndex() {
 		return nil, fmt.Errorf("%s is an image index, not a Helm chart", ref)
@@ -173,18 +173,19 @@ func (s *Sources) pull(ref name.Reference, creds *Credentials, ropts []remote.Op
 	want := layer.Digest.String()
 	b, cached := s.store.archive(want)
 	if !cached {
-		l, err := remote.Layer(repo.Digest(want), ropts...)
+		layerRef := repo.Digest(want)
+		l, err := remote.Layer(layerRef, ropts...)
 		if err != nil {
-			return nil, s.registryError(repo, creds, err)
+			return nil, registryError(repo.RegistryStr(), layerRef.String(), creds, err)
 		}
 		rc, err := l.Compressed()
 		if err != nil {
-			return nil, s.registryError(repo, creds, err)
+			return nil, registryError(repo.RegistryStr(), layerRef.String(), creds, err)
 		}
 		b, err = readLimited(rc, s.opts.MaxArchiveSize)
 		rc.Close()
 		if err != nil {
-			return nil, fmt.Errorf("pulling the chart layer of %s: %w", ref, s.registryError(repo, creds, err))
+			return nil, fmt.Errorf("pulling the chart layer of %s: %w", ref, registryError(repo.RegistryStr(), layerRef.String(), creds, err))
 		}
 		if got := digestOf(b); got != want {
 			return nil, fmt.Errorf("%w: the manifest of %s says %s, its chart layer is %s", ErrDigestMismatch, ref, want, got)
@@ -202,19 +203,20 @@ func (s *Sources) pull(ref name.Reference, creds *Credentials, ropts []remote.Op
 	return &Fetched{Name: md.Name, Version: md.Version, Digest: want, Archive: b}, nil
 }
 
-// registryError says what an error of the registry of repo means: a 401
-// or 403 is the registry refusing the credentials, a missing manifest is
-// a missing version.
-func (s *Sources) registryError(repo name.Repository, creds *Credentials, err error) error {
+// registryError says what an error of the registry at host means when
+// asked for what: a 401 or 403 is the registry refusing the credentials,
+// a 404 a missing tag, manifest or blob.
+func registryError(host, what string, creds *Credentials, err error) error {
 	var te *transport.Error
 	if !errors.As(err, &te) {
 		return err
 	}
+	status := fmt.Sprintf("%d %s", te.StatusCode, http.StatusText(te.StatusCode))
 	switch te.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return refused("registry", repo.RegistryStr(), fmt.Sprintf("%d %s", te.StatusCode, http.StatusText(te.StatusCode)), creds)
+		return refused("registry", host, status, creds)
 	case http.StatusNotFound:
-		return reason(ErrNotFound, "%s", err)
+		return reason(ErrNotFound, "%s does not exist (%s answered %s)", what, host, status)
 	}
 	return err
 }

@@ -11,6 +11,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -201,4 +203,37 @@ func Push(t testing.TB, host, path string, archive []byte, username, password st
 		t.Fatalf("pushing %s: %v", ref, err)
 	}
 	return Pushed{Ref: ref, Manifest: res.Manifest.Digest, Chart: res.Chart.Digest}
+}
+
+// Proxy passes requests on to a server and counts them, so a test can
+// say how often a registry was asked for a blob.
+type Proxy struct {
+	// Host is 127.0.0.1:PORT.
+	Host string
+
+	mu       sync.Mutex
+	requests map[string]int
+}
+
+// NewProxy proxies to the plain-HTTP server at host until the test ends.
+func NewProxy(t testing.TB, host string) *Proxy {
+	t.Helper()
+	p := &Proxy{requests: map[string]int{}}
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: host})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		p.mu.Lock()
+		p.requests[req.Method+" "+req.URL.Path]++
+		p.mu.Unlock()
+		rp.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	p.Host = strings.TrimPrefix(srv.URL, "http://")
+	return p
+}
+
+// Requests is how many requests of method for path it passed on.
+func (p *Proxy) Requests(method, path string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.requests[method+" "+path]
 }
