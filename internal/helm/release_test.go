@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-ci/ferry/internal/helm"
 )
@@ -169,4 +171,34 @@ func TestReleaseName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseRelease: any spec a HelmRelease may hold parses or fails with
+// an error naming the object, and never panics; what parses composes.
+func FuzzParseRelease(f *testing.F) {
+	f.Add(`chart: {spec: {chart: a, sourceRef: {kind: HelmRepository, name: r}}}`)
+	f.Add(`{chartRef: {kind: OCIRepository, name: o}, values: {a: {b: [1, 2]}}, valuesFrom: [{kind: Secret, name: s, targetPath: "a.b[3]"}]}`)
+	f.Add(`{chartRef: {kind: HelmChart, name: c}, postRenderers: [{kustomize: {patches: [{patch: "x", target: {kind: D}}]}}], install: {crds: Skip}}`)
+	f.Fuzz(func(t *testing.T, spec string) {
+		s := map[string]any{}
+		if err := yaml.Unmarshal([]byte(spec), &s); err != nil {
+			return
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+			"metadata": map[string]any{"name": "f", "namespace": "ns"}, "spec": s,
+		}}
+		r, err := helm.ParseRelease(u)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "HelmRelease/ns/f: ") {
+				t.Errorf("error without the object: %v", err)
+			}
+			return
+		}
+		secret := func(kind, namespace, name string) (*unstructured.Unstructured, bool) {
+			return &unstructured.Unstructured{Object: map[string]any{"kind": kind,
+				"stringData": map[string]any{"values.yaml": spec}, "data": map[string]any{"values.yaml": spec}}}, true
+		}
+		_, _ = helm.ComposeValues(r, secret)
+	})
 }
