@@ -171,9 +171,14 @@ func TestFetchHTTPBasicAuth(t *testing.T) {
 		})
 	}
 	t.Run("credentials", func(t *testing.T) {
+		s := helm.NewSources(helm.SourcesOptions{})
+		// A refusal is not kept: the same Sources tries again.
+		if _, err := s.Fetch(ctx, src); !errors.Is(err, helm.ErrUnauthorized) {
+			t.Fatalf("without credentials: %v", err)
+		}
 		src := src
 		src.Credentials = &helm.Credentials{Username: user, Password: pass}
-		f, err := helm.NewSources(helm.SourcesOptions{}).Fetch(ctx, src)
+		f, err := s.Fetch(ctx, src)
 		if err != nil {
 			t.Fatal(err)
 		}
