@@ -1,7 +1,9 @@
 package helm
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"path/filepath"
@@ -93,8 +95,35 @@ func FuzzChartMetadata(f *testing.F) {
 		if err == nil && (md.Name == "" || md.Version == "") {
 			t.Errorf("metadata without name or version accepted: %+v", md)
 		}
-		if err != nil && !errors.Is(err, ErrCorrupt) {
-			t.Errorf("error %v is not ErrCorrupt", err)
+		if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTooLarge) {
+			t.Errorf("error %v is neither ErrCorrupt nor ErrTooLarge", err)
 		}
 	})
+}
+
+// A small archive that unpacks into more than Helm allows is refused
+// before it is unpacked.
+func TestChartMetadataRefusesBombs(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	write := func(name string, body []byte) {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("bomb/Chart.yaml", []byte("apiVersion: v2\nname: bomb\nversion: 1.0.0\n"))
+	write("bomb/files/zeros", make([]byte, maxUnpackedFile+1))
+	if err := errors.Join(tw.Close(), zw.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() > 64<<10 {
+		t.Fatalf("the archive is %d bytes; the test wants a small one", buf.Len())
+	}
+	if _, err := chartMetadata(buf.Bytes()); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("err %v, want ErrTooLarge", err)
+	}
 }

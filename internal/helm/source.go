@@ -227,6 +227,14 @@ func normalDigest(d string) string {
 	return "sha256:" + d
 }
 
+// Helm's own bounds on what a chart archive unpacks to
+// (loader.MaxDecompressedChartSize and MaxDecompressedFileSize): a small
+// archive must not unpack into gigabytes.
+const (
+	maxUnpackedChart int64 = 100 << 20
+	maxUnpackedFile  int64 = 5 << 20
+)
+
 // chartMetadata reads a chart archive to its end, so that a truncated or
 // corrupt archive is found here rather than when it is rendered, and
 // returns the metadata of its Chart.yaml (the one at the top folder).
@@ -238,6 +246,7 @@ func chartMetadata(archive []byte) (*chart.Metadata, error) {
 	defer zr.Close()
 	tr := tar.NewReader(zr)
 	var md *chart.Metadata
+	var total int64
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -245,6 +254,9 @@ func chartMetadata(archive []byte) (*chart.Metadata, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		if total += h.Size; h.Size > maxUnpackedFile || total > maxUnpackedChart {
+			return nil, fmt.Errorf("%w: it unpacks to more than Helm allows (%d bytes a file, %d in all)", ErrTooLarge, maxUnpackedFile, maxUnpackedChart)
 		}
 		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
 		parts := strings.Split(name, "/")
