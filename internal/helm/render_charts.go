@@ -140,7 +140,7 @@ func chartValuesFiles(ch *chart.Chart, f *Fetched, t *ChartTemplate, valuesRoot 
 				return nil, fmt.Errorf("values file %s: %w", p, err)
 			}
 		}
-		merged = mergeMaps(merged, vals)
+		merged = loader.MergeMaps(merged, vals)
 	}
 	return merged, nil
 }

@@ -318,3 +318,19 @@ func redact(u string) string {
 	p.User = nil
 	return p.String()
 }
+
+// fetched is the Fetched of a chart archive b whose digest is digest,
+// read from its metadata; an archive fetched now (not cached) is kept in
+// the cache.
+func (s *Sources) fetched(b []byte, digest string, cached bool) (*Fetched, error) {
+	md, err := chartMetadata(b)
+	if err != nil {
+		return nil, err
+	}
+	if !cached {
+		if err := s.store.putArchive(b); err != nil {
+			return nil, err
+		}
+	}
+	return &Fetched{Name: md.Name, Version: md.Version, Digest: digest, Archive: b}, nil
+}

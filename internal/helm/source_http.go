@@ -202,16 +202,7 @@ func (s *Sources) download(ctx context.Context, base *url.URL, cv *indexedVersio
 			return nil, fmt.Errorf("%w: the index says %s, %s is %s", ErrDigestMismatch, want, redact(at.String()), got)
 		}
 	}
-	md, err := chartMetadata(b)
-	if err != nil {
-		return nil, err
-	}
-	if !cached {
-		if err := s.store.putArchive(b); err != nil {
-			return nil, err
-		}
-	}
-	return &Fetched{Name: md.Name, Version: md.Version, Digest: digestOf(b), Archive: b}, nil
+	return s.fetched(b, digestOf(b), cached)
 }
 
 // get reads u with basic auth when creds are given, refusing a body

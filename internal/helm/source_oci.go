@@ -191,16 +191,7 @@ func (s *Sources) pull(ref name.Reference, creds *Credentials, ropts []remote.Op
 			return nil, fmt.Errorf("%w: the manifest of %s says %s, its chart layer is %s", ErrDigestMismatch, ref, want, got)
 		}
 	}
-	md, err := chartMetadata(b)
-	if err != nil {
-		return nil, err
-	}
-	if !cached {
-		if err := s.store.putArchive(b); err != nil {
-			return nil, err
-		}
-	}
-	return &Fetched{Name: md.Name, Version: md.Version, Digest: want, Archive: b}, nil
+	return s.fetched(b, want, cached)
 }
 
 // registryError says what an error of the registry at host means when

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/strvals"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -38,7 +39,7 @@ func ComposeValues(r *Release, lookup Lookup) (map[string]any, error) {
 			continue
 		}
 		if ref.TargetPath != "" {
-			result = mergeMaps(result, inline)
+			result = loader.MergeMaps(result, inline)
 			if err := setPath(result, ref.TargetPath, data); err != nil {
 				return nil, fmt.Errorf("%s: spec.valuesFrom[%d]: setting targetPath %q from %s key %q: %w",
 					r.ID(), i, ref.TargetPath, refID(r, ref), ref.ValuesKey, withheld(ref, err))
@@ -50,9 +51,9 @@ func ComposeValues(r *Release, lookup Lookup) (map[string]any, error) {
 			return nil, fmt.Errorf("%s: spec.valuesFrom[%d]: reading key %q of %s as YAML: %w",
 				r.ID(), i, ref.ValuesKey, refID(r, ref), withheld(ref, err))
 		}
-		result = mergeMaps(result, vals)
+		result = loader.MergeMaps(result, vals)
 	}
-	return mergeMaps(result, inline), nil
+	return loader.MergeMaps(result, inline), nil
 }
 
 // valuesData is the value of ref's key; false when an optional reference
@@ -133,26 +134,6 @@ func setPath(values map[string]any, path, value string) error {
 		return strvals.ParseIntoString(path+"="+strings.Trim(value, `"'`), values)
 	}
 	return strvals.ParseInto(path+"="+value, values)
-}
-
-// mergeMaps returns a with b merged over it: where both hold a map at a
-// key the maps merge, otherwise b's value replaces a's. Neither argument
-// is changed; maps of b not merged with one of a are shared.
-func mergeMaps(a, b map[string]any) map[string]any {
-	out := make(map[string]any, len(a))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		if bm, ok := v.(map[string]any); ok {
-			if am, ok := out[k].(map[string]any); ok {
-				out[k] = mergeMaps(am, bm)
-				continue
-			}
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // copyMap deep-copies values decoded from YAML or JSON.
