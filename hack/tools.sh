@@ -31,3 +31,12 @@ if ! "$BIN/flux" version --client 2>/dev/null | grep -c "$FLUX_VERSION" >/dev/nu
   mv "$BIN/flux.new" "$BIN/flux"
 fi
 "$BIN/flux" version --client >/dev/null
+
+# helm v4.3.2, the oracle for HelmRelease rendering (`helm template`). Its
+# version string comes from ldflags, as in helm's own release builds.
+HELM_VERSION=v4.3.2
+if [ "$("$BIN/helm" version --template '{{.Version}}' 2>/dev/null)" != "$HELM_VERSION" ]; then
+  echo "hack/tools.sh: installing helm $HELM_VERSION into $BIN" >&2
+  (cd / && CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOBIN="$BIN" go install -ldflags "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" "helm.sh/helm/v4/cmd/helm@$HELM_VERSION")
+fi
+"$BIN/helm" version >/dev/null

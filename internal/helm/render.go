@@ -1,0 +1,257 @@
+package helm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// DefaultKubeVersion is the Kubernetes version charts see when the
+// caller names none: the version of the Kubernetes client ferry is built
+// with (k8s.io/client-go v0.37 is Kubernetes 1.37), the version Helm's own
+// client-only rendering would report, fixed here so renders do not
+// depend on how the binary was built.
+const DefaultKubeVersion = "v1.37.0"
+
+// RenderOptions are the cluster facts a chart may ask about, and the
+// loaded-chart cache.
+//
+// The capabilities rule: .Capabilities.KubeVersion is KubeVersion, or
+// DefaultKubeVersion when empty; .Capabilities.APIVersions is Helm's
+// built-in set (every group/version and group/version/Kind of the
+// Kubernetes API compiled into ferry) plus APIVersions. A caller passes
+// the capabilities declared for the cluster, and in APIVersions the
+// group/versions (and group/version/Kinds) of the CRDs the cluster's own
+// render defines, so a PR's diff and the apply render alike, without
+// asking a cluster.
+type RenderOptions struct {
+	KubeVersion string
+	APIVersions []string
+	// Charts caches loaded charts across renders; nil loads the chart
+	// for this render only.
+	Charts *LoadedCharts
+	// ValuesRoot is the root of the source a Folder chart was fetched
+	// from (the Git checkout): spec.chart.spec.valuesFiles are relative
+	// to it, as Flux reads them relative to the source. Empty: relative
+	// to the chart, as for a packaged chart.
+	ValuesRoot string
+}
+
+// Rendered is what one release installs.
+type Rendered struct {
+	// Chart and Version are the chart's name and version.
+	Chart, Version string
+	// Name and Namespace are the Helm release's. Namespaced objects the
+	// chart leaves without a namespace belong in Namespace.
+	Name, Namespace string
+	// Objects are the chart's objects in Helm's install order, the CRDs
+	// of its crds/ folders first (unless install.crds is Skip),
+	// post-rendered.
+	Objects []*unstructured.Unstructured
+	// Hooks are the chart's hooks by phase.
+	Hooks Hooks
+}
+
+// Hooks are a release's hook objects in Helm's execution order (by
+// weight, then name), each with its helm.sh/hook annotations (the
+// hook-delete-policy among them). Test hooks, and hooks that only run on
+// delete or rollback, are left out; a hook on both pre and post events
+// is in both.
+type Hooks struct {
+	// Pre runs before the objects (pre-install, pre-upgrade).
+	Pre []*unstructured.Unstructured
+	// Post runs after them (post-install, post-upgrade).
+	Post []*unstructured.Unstructured
+}
+
+// Render renders release r of the fetched chart f with the values
+// ComposeValues gave, as helm-controller would install it, offline:
+// Helm's client-only install with the release name of ReleaseName, the
+// release namespace, the capabilities of opts, CRDs as install.crds
+// says, and r's kustomize post-renderers. lookup finds nothing. Errors
+// name the HelmRelease and the chart; template errors also the template
+// file and line.
+func Render(ctx context.Context, r *Release, f *Fetched, values map[string]any, opts RenderOptions) (*Rendered, error) {
+	loaded, err := opts.Charts.load(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: loading chart %s %s: %w", r.ID(), f.Name, f.Version, err)
+	}
+	ch := cloneChart(loaded)
+	chartID := ch.Name() + " " + ch.Metadata.Version
+	if r.Chart != nil && len(r.Chart.ValuesFiles) > 0 {
+		ch.Values, err = chartValuesFiles(ch, f, r.Chart, opts.ValuesRoot)
+		if err != nil {
+			return nil, fmt.Errorf("%s: chart %s: %w", r.ID(), chartID, err)
+		}
+	}
+	kube := opts.KubeVersion
+	if kube == "" {
+		kube = DefaultKubeVersion
+	}
+	kv, err := common.ParseKubeVersion(kube)
+	if err != nil {
+		return nil, fmt.Errorf("%s: kubernetes version %q: %w", r.ID(), kube, err)
+	}
+
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler))
+	in := action.NewInstall(cfg)
+	in.DryRunStrategy = action.DryRunClient
+	in.Replace = true
+	in.ReleaseName = ReleaseName(r)
+	in.Namespace = r.ReleaseNamespace()
+	in.KubeVersion = kv
+	in.APIVersions = common.VersionSet(slices.Clone(opts.APIVersions))
+	in.IncludeCRDs = r.InstallCRDs != SkipCRDs
+	if len(r.PostRenderers) > 0 {
+		in.PostRenderer = &postRenderer{kustomizations: r.PostRenderers}
+		in.PostRenderStrategy = action.PostRenderStrategy(r.PostRenderStrategy)
+	}
+	if values == nil {
+		values = map[string]any{}
+	}
+	rr, err := in.RunWithContext(ctx, ch, values)
+	if err != nil {
+		return nil, fmt.Errorf("%s: rendering chart %s: %w", r.ID(), chartID, err)
+	}
+	rel, ok := rr.(*release.Release)
+	if !ok {
+		return nil, fmt.Errorf("%s: rendering chart %s: Helm returned a %T release", r.ID(), chartID, rr)
+	}
+
+	out := &Rendered{Chart: ch.Name(), Version: ch.Metadata.Version, Name: in.ReleaseName, Namespace: in.Namespace}
+	if out.Objects, err = parseObjects(rel.Manifest); err != nil {
+		return nil, fmt.Errorf("%s: chart %s: reading rendered objects: %w", r.ID(), chartID, err)
+	}
+	crdsFirst(out.Objects)
+	if r.DisableHooks {
+		return out, nil
+	}
+	if out.Hooks, err = hooksOf(rel.Hooks); err != nil {
+		return nil, fmt.Errorf("%s: chart %s: %w", r.ID(), chartID, err)
+	}
+	return out, nil
+}
+
+// crdsFirst moves CustomResourceDefinitions to the front, keeping the
+// order otherwise.
+func crdsFirst(objs []*unstructured.Unstructured) {
+	sort.SliceStable(objs, func(i, j int) bool {
+		return isCRD(objs[i]) && !isCRD(objs[j])
+	})
+}
+
+func isCRD(u *unstructured.Unstructured) bool {
+	return u.GetKind() == "CustomResourceDefinition" && strings.HasPrefix(u.GetAPIVersion(), "apiextensions.k8s.io/")
+}
+
+// hooksOf groups Helm's hooks by phase.
+func hooksOf(hooks []*release.Hook) (Hooks, error) {
+	sorted := slices.Clone(hooks)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].Weight != sorted[j].Weight {
+			return sorted[i].Weight < sorted[j].Weight
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
+	var out Hooks
+	for _, h := range sorted {
+		pre := slices.Contains(h.Events, release.HookPreInstall) || slices.Contains(h.Events, release.HookPreUpgrade)
+		post := slices.Contains(h.Events, release.HookPostInstall) || slices.Contains(h.Events, release.HookPostUpgrade)
+		if !pre && !post {
+			continue
+		}
+		objs, err := parseObjects(h.Manifest)
+		if err != nil {
+			return Hooks{}, fmt.Errorf("reading hook %s: %w", h.Path, err)
+		}
+		if pre {
+			out.Pre = append(out.Pre, objs...)
+		}
+		if post {
+			out.Post = append(out.Post, deepCopies(objs)...)
+		}
+	}
+	return out, nil
+}
+
+func deepCopies(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		out[i] = o.DeepCopy()
+	}
+	return out
+}
+
+// parseObjects reads a YAML stream of objects, skipping empty documents.
+func parseObjects(stream string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	rd := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(stream)))
+	for {
+		doc, err := rd.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		j, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, err
+		}
+		if t := bytes.TrimSpace(j); bytes.Equal(t, []byte("null")) || bytes.Equal(t, []byte("{}")) {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(j); err != nil {
+			return nil, fmt.Errorf("%w:\n%s", err, bytes.TrimSpace(doc))
+		}
+		out = append(out, u)
+	}
+}
+
+// cloneChart copies what rendering changes of a chart (its dependencies,
+// their metadata and values, as conditions and import-values are
+// processed) so a cached chart can be rendered by many releases at once;
+// templates and files are shared.
+func cloneChart(c *chart.Chart) *chart.Chart {
+	out := *c
+	if c.Metadata != nil {
+		md := *c.Metadata
+		md.Dependencies = slices.Clone(c.Metadata.Dependencies)
+		for i, d := range md.Dependencies {
+			dc := *d
+			dc.Tags = slices.Clone(d.Tags)
+			dc.ImportValues = slices.Clone(d.ImportValues)
+			md.Dependencies[i] = &dc
+		}
+		out.Metadata = &md
+	}
+	if c.Lock != nil {
+		lock := *c.Lock
+		lock.Dependencies = slices.Clone(c.Lock.Dependencies)
+		out.Lock = &lock
+	}
+	out.Values = copyMap(c.Values)
+	deps := c.Dependencies()
+	clones := make([]*chart.Chart, len(deps))
+	for i, d := range deps {
+		clones[i] = cloneChart(d)
+	}
+	out.SetDependencies(clones...)
+	return &out
+}

@@ -1,0 +1,86 @@
+package helm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"helm.sh/helm/v4/pkg/postrenderer"
+	"sigs.k8s.io/kustomize/api/krusty"
+	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// postRenderer runs a release's kustomize post-renderers in order over
+// what the chart rendered.
+type postRenderer struct {
+	kustomizations []Kustomize
+}
+
+var _ postrenderer.PostRenderer = (*postRenderer)(nil)
+
+// kustomizeMu serialises krusty builds: kustomize keeps global state
+// (its OpenAPI schema) and is not safe for concurrent builds.
+var kustomizeMu sync.Mutex
+
+func (p *postRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
+	out := in
+	for i, k := range p.kustomizations {
+		b, err := k.build(out.Bytes())
+		if err != nil {
+			return nil, fmt.Errorf("spec.postRenderers[%d].kustomize: %w", i, err)
+		}
+		out = bytes.NewBuffer(b)
+	}
+	return out, nil
+}
+
+// build runs kustomize over manifests with k's patches and images, in
+// memory, plugins off. A kustomize panic comes back as an error.
+func (k Kustomize) build(manifests []byte) (out []byte, err error) {
+	const input = "helm-output.yaml"
+	kust := kustypes.Kustomization{
+		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
+		Resources: []string{input},
+	}
+	for _, im := range k.Images {
+		kust.Images = append(kust.Images, kustypes.Image{Name: im.Name, NewName: im.NewName, NewTag: im.NewTag, Digest: im.Digest})
+	}
+	for _, p := range k.Patches {
+		kp := kustypes.Patch{Patch: p.Patch}
+		if s := p.Target; s != nil {
+			kp.Target = &kustypes.Selector{LabelSelector: s.LabelSelector, AnnotationSelector: s.AnnotationSelector}
+			kp.Target.Group, kp.Target.Version, kp.Target.Kind = s.Group, s.Version, s.Kind
+			kp.Target.Name, kp.Target.Namespace = s.Name, s.Namespace
+		}
+		kust.Patches = append(kust.Patches, kp)
+	}
+	kb, err := json.Marshal(kust)
+	if err != nil {
+		return nil, err
+	}
+	fs := filesys.MakeFsInMemory()
+	if err := fs.WriteFile(input, manifests); err != nil {
+		return nil, err
+	}
+	if err := fs.WriteFile("kustomization.yaml", kb); err != nil {
+		return nil, err
+	}
+
+	kustomizeMu.Lock()
+	defer kustomizeMu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("kustomize build panicked: %v", r)
+		}
+	}()
+	rm, err := krusty.MakeKustomizer(&krusty.Options{
+		LoadRestrictions: kustypes.LoadRestrictionsRootOnly,
+		PluginConfig:     kustypes.DisabledPluginConfig(),
+	}).Run(fs, ".")
+	if err != nil {
+		return nil, err
+	}
+	return rm.AsYaml()
+}
