@@ -119,16 +119,6 @@ func (r *Report) Changed() bool {
 	return false
 }
 
-// Failed reports whether a target failed to render.
-func (r *Report) Failed() bool {
-	for _, t := range r.Targets {
-		if t.Error != "" || t.LiveError != "" {
-			return true
-		}
-	}
-	return false
-}
-
 // Sets compares the objects of one target at base and head. prune says
 // whether the target prunes (removed objects are then deleted on merge).
 // mask hides decrypted values in the diffs, before they are written (nil
