@@ -2,7 +2,9 @@ package config
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -130,7 +132,11 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 			if typ == "oci" {
 				kind = helm.OCIRepository
 			}
-			return helm.ChartSource{Kind: kind, URL: url, Chart: c.Chart, Version: c.Version, Insecure: insecure}, "", nil
+			creds, err := r.sourceCredentials(ctx, t, res, repo, id)
+			if err != nil {
+				return helm.ChartSource{}, "", fmt.Errorf("chart %s: %w", c.Chart, err)
+			}
+			return helm.ChartSource{Kind: kind, URL: url, Chart: c.Chart, Version: c.Version, Insecure: insecure, Credentials: creds}, "", nil
 		case "GitRepository":
 			dir, reason := r.sourceDir(ref.Kind, ref.Namespace, ref.Name, r.self)
 			if reason != "" {
@@ -156,7 +162,11 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 		return helm.ChartSource{}, "", fmt.Errorf("spec.chartRef %s has no spec.url", id)
 	}
 	insecure, _, _ := unstructured.NestedBool(repo.Object, "spec", "insecure")
-	src := helm.ChartSource{Kind: helm.OCIRepository, URL: url, Insecure: insecure}
+	creds, err := r.sourceCredentials(ctx, t, res, repo, id)
+	if err != nil {
+		return helm.ChartSource{}, "", fmt.Errorf("spec.chartRef: %w", err)
+	}
+	src := helm.ChartSource{Kind: helm.OCIRepository, URL: url, Insecure: insecure, Credentials: creds}
 	want, _, _ := unstructured.NestedStringMap(repo.Object, "spec", "ref")
 	// OCIRepository's precedence: digest, then semver, then tag ("latest"
 	// when none is given).
@@ -171,6 +181,38 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 		src.Version = "latest"
 	}
 	return src, "", nil
+}
+
+// sourceCredentials are the basic credentials of a HelmRepository or
+// OCIRepository's spec.secretRef: the username and password keys of that
+// Secret in the source's namespace, found (decrypted) among the cluster's
+// renders; nil without a secretRef. Errors name the Secret and the
+// source, never a value.
+func (r *Repo) sourceCredentials(ctx context.Context, t *Target, res *render.Result, source *unstructured.Unstructured, id string) (*helm.Credentials, error) {
+	name, _, _ := unstructured.NestedString(source.Object, "spec", "secretRef", "name")
+	if name == "" {
+		return nil, nil
+	}
+	secretID := "Secret/" + source.GetNamespace() + "/" + name
+	s := r.clusterObject(ctx, t, res, "", "Secret", source.GetNamespace(), name)
+	if s == nil {
+		return nil, fmt.Errorf("source %s: its secretRef %s is not in the renders of its cluster", id, secretID)
+	}
+	data := map[string]string{}
+	encoded, _, _ := unstructured.NestedStringMap(s.Object, "data")
+	for k, v := range encoded {
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return nil, fmt.Errorf("source %s: secretRef %s: data key %q is not base64", id, secretID, k)
+		}
+		data[k] = string(b)
+	}
+	plain, _, _ := unstructured.NestedStringMap(s.Object, "stringData")
+	maps.Copy(data, plain)
+	if data["username"] == "" || data["password"] == "" {
+		return nil, fmt.Errorf("source %s: secretRef %s has no username and password (other kinds of credentials are not supported yet)", id, secretID)
+	}
+	return &helm.Credentials{Username: data["username"], Password: data["password"]}, nil
 }
 
 // clusterObject finds an object of group ("" for the core group, v1),

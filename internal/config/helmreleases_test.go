@@ -18,6 +18,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/helm/helmtest"
+	"github.com/ferry-ci/ferry/internal/images/registrytest"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/testbin"
@@ -94,6 +95,16 @@ metadata:
 spec:
   interval: 1h
   url: ` + url + `
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: private
+  namespace: flux-system
+spec:
+  interval: 1h
+  url: ` + url + `
+  secretRef: {name: creds}
 `,
 	}
 	for k, v := range apps {
@@ -191,6 +202,46 @@ func TestRenderHelmReleaseFromHelmRepository(t *testing.T) {
 	helmOracle(t, res.Set.Objects, "web", "shop", chartDir, "1.1.0", values)
 }
 
+// A HelmRelease whose spec.chartRef is an OCIRepository renders the chart
+// the registry holds at the OCIRepository's semver range, logged in with
+// the username and password of its secretRef.
+func TestRenderHelmReleaseFromOCIRepository(t *testing.T) {
+	t.Parallel()
+	reg := registrytest.Start(t)
+	for _, v := range []string{"1.0.0", "1.2.0", "2.0.0"} {
+		archive, _ := helmtest.Package(t, testtree.New(t, webChart("")), v)
+		helmtest.Push(t, reg.Host, "charts", archive, reg.Username, reg.Password)
+	}
+	repo := load(t, testtree.New(t, helmFleet("http://127.0.0.1:1", map[string]string{
+		"web.yaml": helmRelease("web", "  chartRef: {kind: OCIRepository, name: web}\n"),
+		"source.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata:
+  name: web
+  namespace: shop
+spec:
+  interval: 1h
+  url: oci://` + reg.Host + `/charts/web
+  insecure: true
+  ref: {semver: "^1.0.0"}
+  secretRef: {name: registry}
+`,
+		"secret.yaml": `apiVersion: v1
+kind: Secret
+metadata:
+  name: registry
+  namespace: shop
+stringData:
+  username: ` + reg.Username + `
+  password: ` + reg.Password + `
+`,
+	})))
+	apps := mustTarget(t, repo, "apps")
+	if got := renderedData(t, repo, apps, "shop", "web-config")["chart"]; got != "1.2.0" {
+		t.Errorf("chart version %q rendered, want 1.2.0, the newest of ^1.0.0", got)
+	}
+}
+
 // A HelmRelease whose chart is a folder of the repository's own
 // GitRepository renders from the checkout.
 func TestRenderHelmReleaseFromGitRepository(t *testing.T) {
@@ -268,6 +319,8 @@ func TestRenderHelmReleaseErrors(t *testing.T) {
 			[]string{`target "apps"`, "HelmRelease/shop/web", "chart web", `"9.9.9"`}},
 		{"no source", strings.Replace(fmt.Sprintf(fromCharts, "1.0.0"), "name: charts", "name: elsewhere", 1),
 			[]string{"HelmRelease/shop/web", "chart web", "HelmRepository/flux-system/elsewhere is not in the renders of its cluster"}},
+		{"missing secretRef", strings.Replace(fmt.Sprintf(fromCharts, "1.0.0"), "name: charts", "name: private", 1),
+			[]string{"HelmRelease/shop/web", "chart web", "source HelmRepository/flux-system/private: its secretRef Secret/flux-system/creds is not in the renders of its cluster"}},
 		{"missing valuesFrom", fmt.Sprintf(fromCharts, "1.0.0") + "  valuesFrom: [{kind: Secret, name: web-secret}]\n",
 			[]string{"HelmRelease/shop/web", "Secret/shop/web-secret not found"}},
 	} {
