@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
 	"path"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -39,17 +43,21 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 	apiVersions := definedAPIVersions(res.Set.Objects)
 	out := *res
 	out.Set = manifest.Set{Objects: make([]*unstructured.Unstructured, 0, len(res.Set.Objects))}
+	out.Files = slices.Clone(res.Files)
 	for _, o := range res.Set.Objects {
 		out.Set.Objects = append(out.Set.Objects, o)
 		if !helm.IsRelease(o) {
 			continue
 		}
-		objs, err := r.renderRelease(ctx, t, res, o, apiVersions)
+		objs, files, err := r.renderRelease(ctx, t, res, o, apiVersions)
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", t.Name, err)
 		}
 		out.Set.Objects = append(out.Set.Objects, objs...)
+		out.Files = append(out.Files, files...)
 	}
+	slices.Sort(out.Files)
+	out.Files = slices.Compact(out.Files)
 	return &out, nil
 }
 
@@ -61,25 +69,34 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 // chart's objects and the post hooks after them, each annotated with
 // HelmHookAnnotation; applying them in waves of their own (and honouring
 // hook-delete-policy) is still to come.
-func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result, o *unstructured.Unstructured, apiVersions []string) ([]*unstructured.Unstructured, error) {
+//
+// It also returns the files of a chart folder of this repository
+// (relative to it), which the render read.
+func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result, o *unstructured.Unstructured, apiVersions []string) ([]*unstructured.Unstructured, []string, error) {
 	rel, err := helm.ParseRelease(o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	src, valuesRoot, err := r.chartSource(ctx, t, res, rel)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", rel.ID(), err)
+		return nil, nil, fmt.Errorf("%s: %w", rel.ID(), err)
 	}
 	fetched, err := r.Charts.Fetch(ctx, src)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", rel.ID(), err)
+		return nil, nil, fmt.Errorf("%s: %w", rel.ID(), err)
+	}
+	var files []string
+	if src.Kind == helm.Folder {
+		if files, err = r.folderFiles(filepath.Join(src.Root, filepath.FromSlash(src.Path))); err != nil {
+			return nil, nil, fmt.Errorf("%s: chart folder %s: %w", rel.ID(), src.Path, err)
+		}
 	}
 	values, err := helm.ComposeValues(rel, func(kind, namespace, name string) (*unstructured.Unstructured, bool) {
 		u := r.clusterObject(ctx, t, res, "", kind, namespace, name)
 		return u, u != nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rendered, err := helm.Render(ctx, rel, fetched, values, helm.RenderOptions{
 		APIVersions: apiVersions,
@@ -87,7 +104,7 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 		ValuesRoot:  valuesRoot,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var objs []*unstructured.Unstructured
 	for _, h := range rendered.Hooks.Pre {
@@ -103,7 +120,66 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 			u.SetNamespace(rendered.Namespace)
 		}
 	}
-	return objs, nil
+	return objs, files, nil
+}
+
+// folderFiles lists the regular files under dir relative to the
+// repository; none when dir is in another checkout.
+func (r *Repo) folderFiles(dir string) ([]string, error) {
+	rel, ok := r.within(dir)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		f, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		out = append(out, path.Join(rel, filepath.ToSlash(f)))
+		return nil
+	})
+	return out, err
+}
+
+// releaseLine finds a HelmRelease in a YAML file.
+var releaseLine = regexp.MustCompile(`(?m)^\s*kind:\s*["']?HelmRelease["']?\s*$`)
+
+// holdsReleases reports whether a file a target's render reads (w, under
+// root) declares a HelmRelease: the render then depends on its chart and
+// values sources, which may be anywhere in the cluster's renders.
+func holdsReleases(root string, w render.Watch) bool {
+	holds := func(p string) bool {
+		b, err := os.ReadFile(p)
+		return err == nil && releaseLine.Match(b)
+	}
+	for _, f := range w.Files {
+		if holds(filepath.Join(root, filepath.FromSlash(f))) {
+			return true
+		}
+	}
+	for _, d := range w.Dirs {
+		found := false
+		_ = filepath.WalkDir(filepath.Join(root, filepath.FromSlash(d)), func(p string, e fs.DirEntry, err error) error {
+			if found {
+				return filepath.SkipAll
+			}
+			if err != nil {
+				return nil // a folder that cannot be read holds nothing ferry renders
+			}
+			if ext := filepath.Ext(p); e.Type().IsRegular() && (ext == ".yaml" || ext == ".yml") && holds(p) {
+				found = true
+			}
+			return nil
+		})
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // chartSource is where rel's chart comes from, as helm-controller

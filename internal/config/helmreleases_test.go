@@ -275,6 +275,22 @@ func TestRenderHelmReleaseFromGitRepository(t *testing.T) {
 	if diff := cmp.Diff(wantData, renderedData(t, repo, apps, "web", "web-web-config")); diff != "" {
 		t.Errorf("web-web-config (-want +got):\n%s", diff)
 	}
+
+	// The chart folder is among the files the render read, so a change of
+	// the chart is a change of the target; the target's inputs are not
+	// bounded without rendering it.
+	res, err := repo.Render(t.Context(), apps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"apps/web.yaml", "charts/web/Chart.yaml", "charts/web/templates/deployment.yaml"} {
+		if !slices.Contains(res.Files, f) {
+			t.Errorf("Files %v lack %s", res.Files, f)
+		}
+	}
+	if !repo.Inputs(apps).Touches([]string{"charts/web/values.yaml"}) {
+		t.Error("Inputs of a target holding a HelmRelease do not include its chart folder")
+	}
 }
 
 // On a cluster whose ferry.yaml says helmReleases: controller, the
@@ -296,6 +312,9 @@ func TestRenderHelmReleaseLeftToController(t *testing.T) {
 	}
 	if n := charts.Requests("/index.yaml"); n != 0 {
 		t.Errorf("index.yaml fetched %d times, want none", n)
+	}
+	if w := repo.Inputs(apps); w.Unknown {
+		t.Error("Inputs of a target left to helm-controller are unbounded, want its own files")
 	}
 }
 

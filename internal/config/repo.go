@@ -499,12 +499,17 @@ func bareName(n string) string {
 
 // Inputs is what the target's render may read, found without rendering.
 // A target that substitutes from other objects (postBuild.substituteFrom)
-// may depend on anything its cluster renders, so its inputs are unbounded.
+// may depend on anything its cluster renders, so its inputs are unbounded;
+// so are those of a target that holds HelmReleases it renders (their
+// charts and values come from the cluster's renders and chart folders).
 func (r *Repo) Inputs(t *Target) render.Watch {
 	if from, _, _ := unstructured.NestedSlice(t.Kustomization.Object, "spec", "postBuild", "substituteFrom"); len(from) > 0 {
 		return render.Watch{Unknown: true}
 	}
 	w := render.Inputs(r.spec(t))
+	if t.HelmReleases != HelmController && !w.Unknown && holdsReleases(t.Root, w) {
+		return render.Watch{Unknown: true}
+	}
 	w.Files = r.repoFiles(t.Root, w.Files)
 	if rel, ok := r.within(t.Root); ok && rel != "." {
 		for i, d := range w.Dirs {
