@@ -1,6 +1,10 @@
 package config
 
-import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-ci/ferry/internal/helm"
+)
 
 // ActsOn says why ferry does the work of a Flux object itself, "" for
 // any other object. In a push setup no Flux controller runs in the
@@ -19,8 +23,12 @@ func ActsOn(u *unstructured.Unstructured) string {
 		}
 	case SourceGroup:
 		switch gvk.Kind {
-		case "GitRepository", "OCIRepository", "Bucket":
+		case "GitRepository", "OCIRepository", "Bucket", "HelmRepository", "HelmChart":
 			return "Flux source, which ferry resolves itself; the cluster has no Flux CRDs"
+		}
+	case helm.Group:
+		if helm.IsRelease(u) { // the API versions ferry renders
+			return "Flux HelmRelease, whose chart ferry renders itself; the cluster has no Flux CRDs"
 		}
 	case SourceExtensionsGroup:
 		switch gvk.Kind {

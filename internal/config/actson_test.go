@@ -24,10 +24,13 @@ func TestActsOn(t *testing.T) {
 		{"fluxcd.controlplane.io/v1", "FluxInstance", true},
 		{"fluxcd.controlplane.io/v1", "ResourceSet", true},
 		{"fluxcd.controlplane.io/v1", "ResourceSetInputProvider", true},
+		{"helm.toolkit.fluxcd.io/v2", "HelmRelease", true},
+		{"helm.toolkit.fluxcd.io/v2beta2", "HelmRelease", true},
+		{"source.toolkit.fluxcd.io/v1", "HelmRepository", true},
+		{"source.toolkit.fluxcd.io/v1", "HelmChart", true},
 		// Flux objects ferry does not do the work of: a cluster without
 		// their CRDs is an error, as for any unknown kind.
-		{"helm.toolkit.fluxcd.io/v2", "HelmRelease", false},
-		{"source.toolkit.fluxcd.io/v1", "HelmRepository", false},
+		{"helm.toolkit.fluxcd.io/v2beta1", "HelmRelease", false}, // not rendered by ferry
 		{"notification.toolkit.fluxcd.io/v1beta3", "Alert", false},
 		{"kustomize.config.k8s.io/v1beta1", "Kustomization", false},
 		{"fluxcd.controlplane.io/v1", "FluxReport", false},

@@ -35,10 +35,11 @@ func (r *Repo) discover(ctx context.Context) error {
 		return err
 	}
 	r.artifacts = indexArtifacts(objs, inc)
+	r.self = selfSources(objs, roots)
 	d := &discovery{
 		r:       r,
 		roots:   roots,
-		self:    selfSources(objs, roots),
+		self:    r.self,
 		idx:     indexKustomizations(objs, roots),
 		byKey:   map[string]*Target{},
 		reached: map[string]bool{},
@@ -91,6 +92,7 @@ func (d *discovery) renderRoots(ctx context.Context) error {
 			return fmt.Errorf("discovering targets of cluster %q: %w", root.Name, err)
 		}
 		r.rootVars[root.Name] = substitutionSources(res.Set.Objects)
+		r.rootObjs[root.Name] = fluxSources(res.Set.Objects)
 		d.idx.markRead(d.reached, r.repoFiles(dir, res.Files))
 		for _, o := range res.Set.Objects {
 			if !isKustomization(o) || (root.sync != nil && o.GetName() == root.sync.Object.GetName() && o.GetNamespace() == root.sync.Object.GetNamespace()) {
@@ -130,7 +132,7 @@ func (d *discovery) renderTargets(ctx context.Context) {
 	for len(d.queue) > 0 {
 		t := d.queue[0]
 		d.queue = d.queue[1:]
-		res, err := d.r.Render(ctx, t)
+		res, err := d.r.build(ctx, t)
 		if err != nil {
 			continue
 		}

@@ -97,7 +97,23 @@ type ClusterConfig struct {
 	KubeconfigEnv string `json:"kubeconfigEnv,omitempty" yaml:"kubeconfigEnv,omitempty"`
 	// Context is the kubeconfig context to use.
 	Context string `json:"context,omitempty" yaml:"context,omitempty"`
+	// HelmReleases says who installs the cluster's Flux HelmReleases:
+	// HelmRender (the default) has ferry render each into the objects of
+	// its chart, as part of its target; HelmController leaves them, and
+	// their sources, to a helm-controller running in the cluster, applied
+	// as objects.
+	HelmReleases HelmMode `json:"helmReleases,omitempty" yaml:"helmReleases,omitempty"`
 }
+
+// HelmMode is a cluster's helmReleases setting.
+type HelmMode string
+
+const (
+	// HelmRender renders HelmReleases into their charts' objects.
+	HelmRender HelmMode = "render"
+	// HelmController leaves HelmReleases to an in-cluster helm-controller.
+	HelmController HelmMode = "controller"
+)
 
 // TargetConfig declares one target, with the field names of a Flux
 // Kustomization's spec plus what a push runner needs.
@@ -234,6 +250,9 @@ func ParseFile(data []byte) (*File, error) {
 	for _, name := range slices.Sorted(maps.Keys(f.Clusters)) {
 		if err := checkNamePart(name); err != nil {
 			return nil, fmt.Errorf("%s: clusters: cluster name %q: %w", FileName, name, err)
+		}
+		if m := f.Clusters[name].HelmReleases; m != "" && m != HelmRender && m != HelmController {
+			return nil, fmt.Errorf("%s: cluster %q: helmReleases %q is not %s or %s", FileName, name, m, HelmRender, HelmController)
 		}
 	}
 	seen := map[string]bool{}

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/render"
 )
 
@@ -39,6 +40,10 @@ type Target struct {
 	Kubeconfig    string
 	KubeconfigEnv string
 	Context       string
+	// HelmReleases is the cluster's helmReleases setting: HelmRender
+	// (also when empty) expands the HelmReleases of the target's render
+	// into their charts' objects; HelmController leaves them as objects.
+	HelmReleases HelmMode
 	// Origin says where the target was declared: ferry.yaml:LINE, a file
 	// and line, or the render it was found in.
 	Origin string
@@ -85,13 +90,21 @@ type Repo struct {
 	Targets  []*Target
 	Skipped  []Skipped
 	Clusters []Cluster
+	// Charts fetches the charts of HelmReleases, each chart version once
+	// per Repo (and from render.Options.HelmCacheDir when set).
+	Charts *helm.Sources
 
 	opts      render.Options
+	loaded    *helm.LoadedCharts
+	self      map[string]bool                                     // GitRepository names that stand for this repository (selfSources)
 	artifacts map[string]*generatedArtifact                       // ExternalArtifacts by namespace/name
 	rootVars  map[string]map[objectKey]*unstructured.Unstructured // by cluster: substituteFrom sources its root renders
-	results   map[*Target]*render.Result
+	rootObjs  map[string][]*unstructured.Unstructured             // by cluster: Flux sources its root renders
+	results   map[*Target]*render.Result                          // builds, HelmReleases not expanded
 	errs      map[*Target]error
 	busy      map[*Target]bool
+	expanded  map[*Target]*render.Result // Render: builds with their HelmReleases expanded
+	expandErr map[*Target]error
 }
 
 // Load reads ferry.yaml and, when it declares no targets, discovers them
@@ -110,13 +123,19 @@ func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) 
 		return nil, err
 	}
 	r := &Repo{
-		Root:     abs,
-		File:     f,
-		opts:     opts,
-		rootVars: map[string]map[objectKey]*unstructured.Unstructured{},
-		results:  map[*Target]*render.Result{},
-		errs:     map[*Target]error{},
-		busy:     map[*Target]bool{},
+		Root:      abs,
+		File:      f,
+		opts:      opts,
+		Charts:    helm.NewSources(helm.SourcesOptions{CacheDir: opts.HelmCacheDir}),
+		loaded:    helm.NewLoadedCharts(),
+		self:      map[string]bool{"flux-system": true},
+		rootVars:  map[string]map[objectKey]*unstructured.Unstructured{},
+		rootObjs:  map[string][]*unstructured.Unstructured{},
+		results:   map[*Target]*render.Result{},
+		errs:      map[*Target]error{},
+		busy:      map[*Target]bool{},
+		expanded:  map[*Target]*render.Result{},
+		expandErr: map[*Target]error{},
 	}
 	if f != nil && len(f.Targets) > 0 {
 		if err := r.fromFile(); err != nil {
@@ -184,6 +203,7 @@ func (t *Target) useCluster(c ClusterConfig) {
 	if t.Context == "" {
 		t.Context = c.Context
 	}
+	t.HelmReleases = c.HelmReleases
 }
 
 // Spec is what render.Build needs to render the target.
@@ -199,8 +219,33 @@ func (r *Repo) spec(t *Target) render.Spec {
 	}
 }
 
-// Render renders a target once and caches the result (or the error).
+// Render renders a target once and caches the result (or the error):
+// its build, with every Flux HelmRelease in it expanded into the objects
+// of its chart unless the target's cluster leaves HelmReleases to a
+// helm-controller.
 func (r *Repo) Render(ctx context.Context, t *Target) (*render.Result, error) {
+	if res, ok := r.expanded[t]; ok {
+		return res, nil
+	}
+	if err, ok := r.expandErr[t]; ok {
+		return nil, err
+	}
+	res, err := r.build(ctx, t)
+	if err == nil {
+		res, err = r.expandReleases(ctx, t, res)
+	}
+	if err != nil {
+		r.expandErr[t] = err
+		return nil, err
+	}
+	r.expanded[t] = res
+	return res, nil
+}
+
+// build renders a target's path once and caches the result (or the
+// error), HelmReleases left as they are: discovery and the lookups of
+// substituteFrom and valuesFrom sources read builds.
+func (r *Repo) build(ctx context.Context, t *Target) (*render.Result, error) {
 	if t.Err != nil {
 		return nil, t.Err
 	}
@@ -338,7 +383,7 @@ func (r *Repo) lookup(ctx context.Context, from *Target, kind, namespace, name s
 		if t == from || t.Cluster != from.Cluster || r.busy[t] {
 			continue
 		}
-		res, err := r.Render(ctx, t)
+		res, err := r.build(ctx, t)
 		if err != nil {
 			continue // reported when that target is rendered itself
 		}
@@ -454,12 +499,17 @@ func bareName(n string) string {
 
 // Inputs is what the target's render may read, found without rendering.
 // A target that substitutes from other objects (postBuild.substituteFrom)
-// may depend on anything its cluster renders, so its inputs are unbounded.
+// may depend on anything its cluster renders, so its inputs are unbounded;
+// so are those of a target that holds HelmReleases it renders (their
+// charts and values come from the cluster's renders and chart folders).
 func (r *Repo) Inputs(t *Target) render.Watch {
 	if from, _, _ := unstructured.NestedSlice(t.Kustomization.Object, "spec", "postBuild", "substituteFrom"); len(from) > 0 {
 		return render.Watch{Unknown: true}
 	}
 	w := render.Inputs(r.spec(t))
+	if t.HelmReleases != HelmController && !w.Unknown && holdsReleases(t.Root, w) {
+		return render.Watch{Unknown: true}
+	}
 	w.Files = r.repoFiles(t.Root, w.Files)
 	if rel, ok := r.within(t.Root); ok && rel != "." {
 		for i, d := range w.Dirs {

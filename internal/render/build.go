@@ -36,6 +36,10 @@ type Options struct {
 	NoDecrypt bool
 	// AllowRemoteBases lets kustomization files reference remote bases.
 	AllowRemoteBases bool
+	// HelmCacheDir keeps the Helm charts fetched for HelmReleases (and
+	// repository indexes) across runs, by digest; empty keeps them in
+	// memory for one run. Read by config, which renders HelmReleases.
+	HelmCacheDir string
 }
 
 // Lookup finds a ConfigMap or Secret that the repository renders, for

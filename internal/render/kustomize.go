@@ -11,6 +11,7 @@ import (
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/kustomize/kyaml/resid"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -156,4 +157,19 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// NamespaceScoped reports whether objects of apiVersion and kind belong
+// in a namespace, as kustomize decides when it sets one (its built-in
+// Kubernetes schema); known is false for a kind the schema does not
+// know (a custom resource). It takes the builds' lock: the schema is
+// kustomize's global state.
+func NamespaceScoped(apiVersion, kind string) (namespaced, known bool) {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if schemaDirty {
+		openapi.ResetOpenAPI()
+		schemaDirty = false
+	}
+	return openapi.IsNamespaceScoped(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind})
 }

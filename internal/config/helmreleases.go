@@ -1,0 +1,416 @@
+package config
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-ci/ferry/internal/helm"
+	"github.com/ferry-ci/ferry/internal/manifest"
+	"github.com/ferry-ci/ferry/internal/render"
+)
+
+// HelmHookAnnotation marks the hook objects of a rendered HelmRelease
+// with their phase, HookPre or HookPost.
+const HelmHookAnnotation = "ferry.dev/helm-hook"
+
+// The values of HelmHookAnnotation.
+const (
+	HookPre  = "pre"
+	HookPost = "post"
+)
+
+// expandReleases returns the build res of t with each Flux HelmRelease in
+// it followed by the objects its chart renders: the HelmRelease stays, so
+// that ActsOn can leave it out on a cluster without Flux's CRDs. A build
+// without HelmReleases, or of a cluster that leaves them to a
+// helm-controller, is returned as it is. The first release that cannot
+// be rendered fails the target, naming the HelmRelease and its chart.
+func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result) (*render.Result, error) {
+	if t.HelmReleases == HelmController || !slices.ContainsFunc(res.Set.Objects, helm.IsRelease) {
+		return res, nil
+	}
+	apiVersions := definedAPIVersions(res.Set.Objects)
+	out := *res
+	out.Set = manifest.Set{Objects: make([]*unstructured.Unstructured, 0, len(res.Set.Objects))}
+	out.Files = slices.Clone(res.Files)
+	for _, o := range res.Set.Objects {
+		out.Set.Objects = append(out.Set.Objects, o)
+		if !helm.IsRelease(o) {
+			continue
+		}
+		objs, files, err := r.renderRelease(ctx, t, res, o, apiVersions)
+		if err != nil {
+			return nil, fmt.Errorf("target %q: %w", t.Name, err)
+		}
+		out.Set.Objects = append(out.Set.Objects, objs...)
+		out.Files = append(out.Files, files...)
+	}
+	slices.Sort(out.Files)
+	out.Files = slices.Compact(out.Files)
+	return &out, nil
+}
+
+// renderRelease renders the HelmRelease o of t's build res: its chart
+// fetched from its source (found among the cluster's renders), its
+// values composed with valuesFrom looked up there too.
+//
+// Hooks are placed for now as a plain sequence, the pre hooks before the
+// chart's objects and the post hooks after them, each annotated with
+// HelmHookAnnotation; applying them in waves of their own (and honouring
+// hook-delete-policy) is still to come.
+//
+// It also returns the files of a chart folder of this repository
+// (relative to it), which the render read.
+func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result, o *unstructured.Unstructured, apiVersions []string) ([]*unstructured.Unstructured, []string, error) {
+	rel, err := helm.ParseRelease(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, valuesRoot, err := r.chartSource(ctx, t, res, rel)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", rel.ID(), err)
+	}
+	fetched, err := r.Charts.Fetch(ctx, src)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", rel.ID(), err)
+	}
+	var files []string
+	if src.Kind == helm.Folder {
+		if files, err = r.folderFiles(filepath.Join(src.Root, filepath.FromSlash(src.Path))); err != nil {
+			return nil, nil, fmt.Errorf("%s: chart folder %s: %w", rel.ID(), src.Path, err)
+		}
+	}
+	values, err := helm.ComposeValues(rel, func(kind, namespace, name string) (*unstructured.Unstructured, bool) {
+		u := r.clusterObject(ctx, t, res, "", kind, namespace, name)
+		return u, u != nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	rendered, err := helm.Render(ctx, rel, fetched, values, helm.RenderOptions{
+		APIVersions: apiVersions,
+		Charts:      r.loaded,
+		ValuesRoot:  valuesRoot,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var objs []*unstructured.Unstructured
+	for _, h := range rendered.Hooks.Pre {
+		objs = append(objs, hook(h, HookPre))
+	}
+	objs = append(objs, rendered.Objects...)
+	for _, h := range rendered.Hooks.Post {
+		objs = append(objs, hook(h, HookPost))
+	}
+	crds := crdScopes(res.Set.Objects, objs)
+	for _, u := range objs {
+		if u.GetNamespace() == "" && namespaced(u, crds) {
+			u.SetNamespace(rendered.Namespace)
+		}
+	}
+	return objs, files, nil
+}
+
+// folderFiles lists the regular files under dir relative to the
+// repository; none when dir is in another checkout.
+func (r *Repo) folderFiles(dir string) ([]string, error) {
+	rel, ok := r.within(dir)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		f, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		out = append(out, path.Join(rel, filepath.ToSlash(f)))
+		return nil
+	})
+	return out, err
+}
+
+// releaseLine finds a HelmRelease in a YAML file.
+var releaseLine = regexp.MustCompile(`(?m)^\s*kind:\s*["']?HelmRelease["']?\s*$`)
+
+// holdsReleases reports whether a file a target's render reads (w, under
+// root) declares a HelmRelease: the render then depends on its chart and
+// values sources, which may be anywhere in the cluster's renders.
+func holdsReleases(root string, w render.Watch) bool {
+	holds := func(p string) bool {
+		b, err := os.ReadFile(p)
+		return err == nil && releaseLine.Match(b)
+	}
+	for _, f := range w.Files {
+		if holds(filepath.Join(root, filepath.FromSlash(f))) {
+			return true
+		}
+	}
+	for _, d := range w.Dirs {
+		found := false
+		_ = filepath.WalkDir(filepath.Join(root, filepath.FromSlash(d)), func(p string, e fs.DirEntry, err error) error {
+			if found {
+				return filepath.SkipAll
+			}
+			if err != nil {
+				return nil // a folder that cannot be read holds nothing ferry renders
+			}
+			if ext := filepath.Ext(p); e.Type().IsRegular() && (ext == ".yaml" || ext == ".yml") && holds(p) {
+				found = true
+			}
+			return nil
+		})
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+// chartSource is where rel's chart comes from, as helm-controller
+// resolves it: spec.chart.spec.sourceRef (a HelmRepository of type
+// default or oci, or a GitRepository: a chart folder of the checkout or
+// of the folder ferry.yaml sources: maps it to) or spec.chartRef (an
+// OCIRepository). For a chart folder it also returns the source's root,
+// which valuesFiles are relative to.
+func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, rel *helm.Release) (helm.ChartSource, string, error) {
+	if rel.Chart != nil {
+		c, ref := rel.Chart, rel.Chart.SourceRef
+		id := ref.Kind + "/" + ref.Namespace + "/" + ref.Name
+		switch ref.Kind {
+		case "HelmRepository":
+			repo := r.clusterObject(ctx, t, res, SourceGroup, ref.Kind, ref.Namespace, ref.Name)
+			if repo == nil {
+				return helm.ChartSource{}, "", fmt.Errorf("chart %s: source %s is not in the renders of its cluster", c.Chart, id)
+			}
+			url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
+			typ, _, _ := unstructured.NestedString(repo.Object, "spec", "type")
+			insecure, _, _ := unstructured.NestedBool(repo.Object, "spec", "insecure")
+			if url == "" {
+				return helm.ChartSource{}, "", fmt.Errorf("chart %s: source %s has no spec.url", c.Chart, id)
+			}
+			kind := helm.HTTPRepository
+			if typ == "oci" {
+				kind = helm.OCIRepository
+			}
+			creds, err := r.sourceCredentials(ctx, t, res, repo, id)
+			if err != nil {
+				return helm.ChartSource{}, "", fmt.Errorf("chart %s: %w", c.Chart, err)
+			}
+			return helm.ChartSource{Kind: kind, URL: url, Chart: c.Chart, Version: c.Version, Insecure: insecure, Credentials: creds}, "", nil
+		case "GitRepository":
+			dir, reason := r.sourceDir(ref.Kind, ref.Namespace, ref.Name, r.self)
+			if reason != "" {
+				return helm.ChartSource{}, "", fmt.Errorf("chart %s: %s", c.Chart, reason)
+			}
+			p := path.Clean(strings.TrimPrefix(c.Chart, "./"))
+			return helm.ChartSource{Kind: helm.Folder, Root: dir, Path: p, Chart: p}, dir, nil
+		default:
+			return helm.ChartSource{}, "", fmt.Errorf("chart %s: source %s: ferry does not fetch charts from a %s yet", c.Chart, id, ref.Kind)
+		}
+	}
+	ref := *rel.ChartRef
+	id := ref.Kind + "/" + ref.Namespace + "/" + ref.Name
+	if ref.Kind != "OCIRepository" {
+		return helm.ChartSource{}, "", fmt.Errorf("spec.chartRef %s: ferry does not fetch charts from a %s yet", id, ref.Kind)
+	}
+	repo := r.clusterObject(ctx, t, res, SourceGroup, ref.Kind, ref.Namespace, ref.Name)
+	if repo == nil {
+		return helm.ChartSource{}, "", fmt.Errorf("spec.chartRef %s is not in the renders of its cluster", id)
+	}
+	url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
+	if url == "" {
+		return helm.ChartSource{}, "", fmt.Errorf("spec.chartRef %s has no spec.url", id)
+	}
+	insecure, _, _ := unstructured.NestedBool(repo.Object, "spec", "insecure")
+	creds, err := r.sourceCredentials(ctx, t, res, repo, id)
+	if err != nil {
+		return helm.ChartSource{}, "", fmt.Errorf("spec.chartRef: %w", err)
+	}
+	src := helm.ChartSource{Kind: helm.OCIRepository, URL: url, Insecure: insecure, Credentials: creds}
+	want, _, _ := unstructured.NestedStringMap(repo.Object, "spec", "ref")
+	// OCIRepository's precedence: digest, then semver, then tag ("latest"
+	// when none is given).
+	switch {
+	case want["digest"] != "":
+		src.Digest = want["digest"]
+	case want["semver"] != "":
+		src.Version = want["semver"]
+	case want["tag"] != "":
+		src.Version = want["tag"]
+	default:
+		src.Version = "latest"
+	}
+	return src, "", nil
+}
+
+// sourceCredentials are the basic credentials of a HelmRepository or
+// OCIRepository's spec.secretRef: the username and password keys of that
+// Secret in the source's namespace, found (decrypted) among the cluster's
+// renders; nil without a secretRef. Errors name the Secret and the
+// source, never a value.
+func (r *Repo) sourceCredentials(ctx context.Context, t *Target, res *render.Result, source *unstructured.Unstructured, id string) (*helm.Credentials, error) {
+	name, _, _ := unstructured.NestedString(source.Object, "spec", "secretRef", "name")
+	if name == "" {
+		return nil, nil
+	}
+	secretID := "Secret/" + source.GetNamespace() + "/" + name
+	s := r.clusterObject(ctx, t, res, "", "Secret", source.GetNamespace(), name)
+	if s == nil {
+		return nil, fmt.Errorf("source %s: its secretRef %s is not in the renders of its cluster", id, secretID)
+	}
+	data := map[string]string{}
+	encoded, _, _ := unstructured.NestedStringMap(s.Object, "data")
+	for k, v := range encoded {
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return nil, fmt.Errorf("source %s: secretRef %s: data key %q is not base64", id, secretID, k)
+		}
+		data[k] = string(b)
+	}
+	plain, _, _ := unstructured.NestedStringMap(s.Object, "stringData")
+	maps.Copy(data, plain)
+	if data["username"] == "" || data["password"] == "" {
+		return nil, fmt.Errorf("source %s: secretRef %s has no username and password (other kinds of credentials are not supported yet)", id, secretID)
+	}
+	return &helm.Credentials{Username: data["username"], Password: data["password"]}, nil
+}
+
+// clusterObject finds an object of group ("" for the core group, v1),
+// kind, namespace and name among what t's cluster renders: its root
+// first, then t's own build own, then its other targets (as lookup finds
+// substituteFrom sources, and as a helm-controller would find them in
+// the cluster). It returns nil when none has it.
+func (r *Repo) clusterObject(ctx context.Context, t *Target, own *render.Result, group, kind, namespace, name string) *unstructured.Unstructured {
+	match := func(objs []*unstructured.Unstructured) *unstructured.Unstructured {
+		for _, o := range objs {
+			gvk := o.GroupVersionKind()
+			if gvk.Group == group && (group != "" || gvk.Version == "v1") && gvk.Kind == kind && o.GetName() == name && o.GetNamespace() == namespace {
+				return o
+			}
+		}
+		return nil
+	}
+	if group == "" {
+		if o := r.rootVars[t.Cluster][objectKey{kind, namespace, name}]; o != nil {
+			return o
+		}
+	} else if o := match(r.rootObjs[t.Cluster]); o != nil {
+		return o
+	}
+	if o := match(own.Set.Objects); o != nil {
+		return o
+	}
+	for _, other := range r.Targets {
+		if other == t || other.Cluster != t.Cluster || r.busy[other] {
+			continue
+		}
+		res, err := r.build(ctx, other)
+		if err != nil {
+			continue // reported when that target is rendered itself
+		}
+		if o := match(res.Set.Objects); o != nil {
+			return o
+		}
+	}
+	return nil
+}
+
+// fluxSources are the Flux source objects of a render.
+func fluxSources(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GroupVersionKind().Group == SourceGroup {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// hook marks u as a hook of phase.
+func hook(u *unstructured.Unstructured, phase string) *unstructured.Unstructured {
+	a := u.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[HelmHookAnnotation] = phase
+	u.SetAnnotations(a)
+	return u
+}
+
+// definedAPIVersions are the group/versions and group/version/Kinds of
+// the CRDs among objs, the APIs a chart sees as available beside
+// Kubernetes' own (helm.RenderOptions).
+func definedAPIVersions(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		if !isCRD(o) {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		versions, _, _ := unstructured.NestedSlice(o.Object, "spec", "versions")
+		for _, v := range versions {
+			m, _ := v.(map[string]any)
+			name, _ := m["name"].(string)
+			if name == "" || group == "" {
+				continue
+			}
+			out = append(out, group+"/"+name, group+"/"+name+"/"+kind)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func isCRD(u *unstructured.Unstructured) bool {
+	gvk := u.GroupVersionKind()
+	return gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition"
+}
+
+// crdScopes maps group/Kind to the scope (Namespaced or Cluster) of each
+// CRD among the object lists.
+func crdScopes(lists ...[]*unstructured.Unstructured) map[string]string {
+	m := map[string]string{}
+	for _, objs := range lists {
+		for _, o := range objs {
+			if !isCRD(o) {
+				continue
+			}
+			group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+			kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+			scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
+			m[group+"/"+kind] = scope
+		}
+	}
+	return m
+}
+
+// namespaced reports whether u belongs in a namespace: as kustomize's
+// built-in Kubernetes schema says, else as a CRD of the render says, else
+// yes (kustomize's and Helm's assumption for an unknown kind; apply sets
+// it right from the cluster's REST mapping).
+func namespaced(u *unstructured.Unstructured, crds map[string]string) bool {
+	if ns, known := render.NamespaceScoped(u.GetAPIVersion(), u.GetKind()); known {
+		return ns
+	}
+	if scope, ok := crds[u.GroupVersionKind().Group+"/"+u.GetKind()]; ok {
+		return scope != "Cluster"
+	}
+	return true
+}
