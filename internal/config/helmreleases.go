@@ -126,6 +126,17 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 	return objs, files, nil
 }
 
+// ChartKubeVersion is the Kubernetes version t's HelmReleases are
+// rendered for (its cluster's kubeVersion in ferry.yaml, else
+// helm.DefaultKubeVersion), and whether its render (res) expanded any.
+func (t *Target) ChartKubeVersion(res *render.Result) (string, bool) {
+	v := t.KubeVersion
+	if v == "" {
+		v = helm.DefaultKubeVersion
+	}
+	return v, t.HelmReleases != HelmController && slices.ContainsFunc(res.Set.Objects, helm.IsRelease)
+}
+
 // folderFiles lists the regular files under dir relative to the
 // repository; none when dir is in another checkout.
 func (r *Repo) folderFiles(dir string) ([]string, error) {
