@@ -192,14 +192,14 @@ func (c *Client) carryOut(ctx context.Context, plan *targetPlan, verified bool, 
 	}
 	if opts.DryRun {
 		for _, o := range toApply {
-			c := Change{Object: o.id, Action: Configured}
+			ch := Change{Object: o.id, Action: Configured}
 			switch {
 			case o.replace:
-				c.Action, c.Reason = Replaced, "hook-delete-policy "+HookBeforeCreation
+				ch.Action, ch.Reason = Replaced, "hook-delete-policy "+HookBeforeCreation
 			case o.live == nil:
-				c.Action = Created
+				ch.Action = Created
 			}
-			cs.Changes = append(cs.Changes, c)
+			cs.Changes = append(cs.Changes, ch)
 		}
 		cs.Changes = append(cs.Changes, pruneChanges(prune, kept, opts)...)
 		sortChanges(cs.Changes)
