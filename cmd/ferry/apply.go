@@ -91,7 +91,7 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	if _, err := io.WriteString(e.stdout, e.masker.Mask(out.String())); err != nil {
 		return err
 	}
-	e.output("applied", strconv.Itoa(kube.CountAll(sets, kube.Created, kube.Configured)))
+	e.output("applied", strconv.Itoa(kube.CountAll(sets, kube.Created, kube.Configured, kube.Replaced)))
 	e.output("pruned", strconv.Itoa(kube.CountAll(sets, kube.Pruned)))
 	e.summary(kube.MarkdownChangeSets(sets))
 	return applyErr
