@@ -11,9 +11,10 @@ import (
 )
 
 // helmFlagsRepo is a fleet whose apps target holds a HelmRelease of the
-// chart web at version 1.0.0 of the HTTP chart repository url.
-func helmFlagsRepo(t *testing.T, url string) string {
-	return testtree.New(t, map[string]string{
+// chart web at version 1.0.0 of the HTTP chart repository url, in
+// namespace ns; extra files are added to it.
+func helmFlagsRepo(t *testing.T, url, ns string, extra ...string) string {
+	files := map[string]string{
 		"clusters/prod/flux-system/gotk-sync.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata: {name: flux-system, namespace: flux-system}
@@ -36,7 +37,7 @@ spec: {interval: 1h, url: "` + url + `"}
 ---
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
-metadata: {name: web, namespace: shop}
+metadata: {name: web, namespace: ` + ns + `}
 spec:
   interval: 10m
   chart:
@@ -46,7 +47,11 @@ spec:
       sourceRef: {kind: HelmRepository, name: charts, namespace: flux-system}
   values: {greeting: hi}
 `,
-	})
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		files[extra[i]] = extra[i+1]
+	}
+	return testtree.New(t, files)
 }
 
 func webChartDir(t *testing.T) string {
@@ -75,7 +80,9 @@ func TestRenderChartCacheDir(t *testing.T) {
 			return map[string]string{"RUNNER_TOOL_CACHE": dir, "HOME": filepath.Join(dir, "home")}
 		}, nil, "ferry/charts"},
 		{"user cache", func(dir string) map[string]string { return map[string]string{"HOME": dir} }, nil, ".cache/ferry/charts"},
-		{"XDG", func(dir string) map[string]string { return map[string]string{"XDG_CACHE_HOME": dir, "HOME": "/nonexistent"} }, nil, "ferry/charts"},
+		{"XDG", func(dir string) map[string]string {
+			return map[string]string{"XDG_CACHE_HOME": dir, "HOME": "/nonexistent"}
+		}, nil, "ferry/charts"},
 		{"flag", func(dir string) map[string]string { return map[string]string{"RUNNER_TOOL_CACHE": "/nonexistent"} },
 			func(dir string) []string { return []string{"--cache-dir", filepath.Join(dir, "mine")} }, "mine"},
 	} {
@@ -83,7 +90,7 @@ func TestRenderChartCacheDir(t *testing.T) {
 			t.Parallel()
 			charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
 			charts.Add(t, webChartDir(t), "1.0.0")
-			repo := helmFlagsRepo(t, charts.URL)
+			repo := helmFlagsRepo(t, charts.URL, "shop")
 			dir := t.TempDir()
 			args := append([]string{"render", "--repo", repo, "apps"}, func() []string {
 				if tc.args == nil {
@@ -116,7 +123,7 @@ func TestHelmReleasesFlag(t *testing.T) {
 	t.Parallel()
 	charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
 	charts.Add(t, webChartDir(t), "1.0.0")
-	repo := helmFlagsRepo(t, charts.URL)
+	repo := helmFlagsRepo(t, charts.URL, "shop")
 	cache := t.TempDir()
 	r := ferry(t, nil, "render", "--repo", repo, "--cache-dir", cache, "--helm-releases", "controller", "apps")
 	if r.code != 0 || strings.Contains(r.stdout, "web-config") || !strings.Contains(r.stdout, "kind: HelmRelease") {
@@ -128,5 +135,39 @@ func TestHelmReleasesFlag(t *testing.T) {
 	r = ferry(t, nil, "render", "--repo", repo, "--cache-dir", cache, "--helm-releases", "helm", "apps")
 	if r.code != 2 || !strings.Contains(r.stderr, "--helm-releases") || !strings.Contains(r.stderr, "render or controller") {
 		t.Errorf("--helm-releases helm: exit %d, stderr %q; want 2 naming the flag and its values", r.code, r.stderr)
+	}
+}
+
+// apply warns when the cluster serves another Kubernetes minor version
+// than the one its HelmReleases were rendered for (ferry.yaml's
+// kubeVersion, else ferry's client version, which the test control plane
+// serves), and applies all the same.
+func TestApplyWarnsOfKubeVersion(t *testing.T) {
+	vars := applyVars(t)
+	ns := cp.Namespace(t)
+	charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
+	charts.Add(t, webChartDir(t), "1.0.0")
+	for _, tc := range []struct {
+		kubeVersion string
+		warns       bool
+	}{{"v1.20.3", true}, {"", false}} {
+		var extra []string
+		if tc.kubeVersion != "" {
+			extra = []string{"ferry.yaml", "clusters:\n  prod:\n    kubeVersion: " + tc.kubeVersion + "\n"}
+		}
+		repo := helmFlagsRepo(t, charts.URL, ns, extra...)
+		r := ferry(t, vars, "apply", "--repo", repo, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", ns,
+			"--cache-dir", t.TempDir(), "--revision", "0123456789abcdef0123456789abcdef01234567", "apps")
+		if r.code != 0 {
+			t.Fatalf("kubeVersion %q: exit %d: %s", tc.kubeVersion, r.code, r.stderr)
+		}
+		warned := strings.Contains(r.stderr, "warning: cluster") && strings.Contains(r.stderr, "serves Kubernetes v1.37") &&
+			strings.Contains(r.stderr, "rendered for "+tc.kubeVersion)
+		if warned != tc.warns {
+			t.Errorf("kubeVersion %q: warned %v, want %v; stderr:\n%s", tc.kubeVersion, warned, tc.warns, r.stderr)
+		}
+		if !strings.Contains(r.stdout, "ConfigMap/"+ns+"/web-config") {
+			t.Errorf("kubeVersion %q: the chart's ConfigMap not applied:\n%s", tc.kubeVersion, r.stdout)
+		}
 	}
 }
