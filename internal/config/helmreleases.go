@@ -96,7 +96,7 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 		return u, u != nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%s: chart %s %s: %w", rel.ID(), fetched.Name, fetched.Version, err)
 	}
 	rendered, err := helm.Render(ctx, rel, fetched, values, helm.RenderOptions{
 		APIVersions: apiVersions,
