@@ -16,9 +16,10 @@ import (
 )
 
 // badChartRepo serves the charts of the bad-input cases: web 1.0.0 (the
-// shared WebChart fixture), two charts failing in their templates (a
+// shared WebChart fixture), three charts failing in their templates (a
 // required value missing on line 6 of templates/deployment.yaml, a
-// function that does not exist on line 13), and three whose archives
+// function that does not exist on line 13, a `fail` quoting a value on
+// line 1 of templates/config.yaml), and three whose archives
 // cannot be used: broken (not a gzip), huge (unpacks past Helm's bound)
 // and mismatch (its index entry has another archive's digest).
 func badChartRepo(t *testing.T) *helmtest.Repo {
@@ -37,6 +38,11 @@ func badChartRepo(t *testing.T) *helmtest.Repo {
 	nofunc["templates/deployment.yaml"] = strings.Replace(nofunc["templates/deployment.yaml"],
 		"{{ .Values.image.tag }}", "{{ .Values.image.tag | nosuchfunction }}", 1)
 	charts.Add(t, testtree.New(t, nofunc), "1.0.0")
+
+	failing := helmtest.WebChart("")
+	failing["Chart.yaml"] = "apiVersion: v2\nname: failing\nversion: 1.0.0\n"
+	failing["templates/config.yaml"] = "{{ fail (printf \"greeting %q is not allowed\" .Values.greeting) }}\n"
+	charts.Add(t, testtree.New(t, failing), "1.0.0")
 
 	good, md := helmtest.Package(t, testtree.New(t, helmtest.WebChart("")), "1.0.0")
 	md.Name = "broken"
@@ -143,6 +149,8 @@ spec:
 			want: []string{"HelmRelease/{ns}/web", "chart required", "templates/deployment.yaml:6", "replicaCount is required"}},
 		{name: "template error: unknown function", spec: fromRepo("nofunc", "1.0.0"),
 			want: []string{"HelmRelease/{ns}/web", "chart nofunc", "templates/deployment.yaml:13", "nosuchfunction"}},
+		{name: "template error quoting a value from a Secret", spec: fromRepo("failing", "1.0.0"),
+			want: []string{"HelmRelease/{ns}/web", "chart failing", "templates/config.yaml:1", `greeting "***" is not allowed`}},
 		{name: "missing valuesFrom ConfigMap",
 			spec: fromRepo("web", "1.0.0") + "    - kind: ConfigMap\n      name: web-settings\n",
 			want: []string{"HelmRelease/{ns}/web", "chart web 1.0.0", "spec.valuesFrom[1]: ConfigMap/{ns}/web-settings not found"}},
