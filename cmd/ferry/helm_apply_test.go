@@ -177,6 +177,7 @@ stringData:
 
 	vars := r.vars()
 	vars["TEST_KUBECONFIG"] = string(cp.Require(t).Kubeconfig())
+	vars["RUNNER_TOOL_CACHE"] = t.TempDir() // the chart cache, never the user's
 	common := []string{"--repo", r.dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", invNS}
 	var outputs []result
 

@@ -189,6 +189,7 @@ stringData:
 `, "^(data|stringData)$")
 			vars := r.vars()
 			vars["TEST_KUBECONFIG"] = string(cp.Kubeconfig())
+			vars["RUNNER_TOOL_CACHE"] = t.TempDir() // the chart cache, never the user's
 
 			runs := map[string]result{
 				"render": ferry(t, vars, "render", "--repo", r.dir, "apps"),
