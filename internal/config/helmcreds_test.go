@@ -38,7 +38,7 @@ spec:
 func TestHelmSourceCredentialsFromEnvironment(t *testing.T) {
 	t.Parallel()
 	reg := registrytest.Start(t)
-	archive, _ := helmtest.Package(t, testtree.New(t, webChart("")), "1.0.0")
+	archive, _ := helmtest.Package(t, testtree.New(t, helmtest.WebChart("")), "1.0.0")
 	helmtest.Push(t, reg.Host, "charts", archive, reg.Username, reg.Password)
 	hostVar := images.RegistryEnv(reg.Host)
 

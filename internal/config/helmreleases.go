@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -15,6 +16,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/images"
@@ -94,13 +96,21 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 			return nil, nil, fmt.Errorf("%s: chart folder %s: %w", rel.ID(), src.Path, err)
 		}
 	}
+	var secrets []*unstructured.Unstructured
 	values, err := helm.ComposeValues(rel, func(kind, namespace, name string) (*unstructured.Unstructured, bool) {
 		u := r.clusterObject(ctx, t, res, "", kind, namespace, name)
+		if u != nil && kind == "Secret" {
+			secrets = append(secrets, u)
+		}
 		return u, u != nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%s: chart %s %s: %w", rel.ID(), fetched.Name, fetched.Version, err)
 	}
+	// A chart may copy a value from a Secret into any object (a
+	// ConfigMap, an argument): what ferry prints hides those values as
+	// it hides decrypted ones.
+	r.opts.Decryptor.Hide(secretLeaves(secrets)...)
 	rendered, err := helm.Render(ctx, rel, fetched, values, helm.RenderOptions{
 		KubeVersion: t.KubeVersion,
 		APIVersions: apiVersions,
@@ -108,7 +118,7 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 		ValuesRoot:  valuesRoot,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, withholdValues(err, secrets)
 	}
 	var objs []*unstructured.Unstructured
 	for _, h := range rendered.Hooks.Pre {
@@ -136,6 +146,70 @@ func (t *Target) ChartKubeVersion(res *render.Result) (string, bool) {
 		v = helm.DefaultKubeVersion
 	}
 	return v, t.HelmReleases != HelmController && slices.ContainsFunc(res.Set.Objects, helm.IsRelease)
+}
+
+// withholdValues returns err with every string the values took from
+// the Secrets replaced by "***": a chart's template error may quote a
+// value (`fail`, `required` with a printf), and a value from a Secret is
+// one of the strings of the YAML document under its key, which the
+// masker of decrypted values does not know by itself.
+func withholdValues(err error, secrets []*unstructured.Unstructured) error {
+	msg := err.Error()
+	for _, l := range secretLeaves(secrets) {
+		msg = strings.ReplaceAll(msg, l, "***")
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
+}
+
+// secretLeaves are the values of the Secrets' data and stringData, and
+// the strings of each that is a YAML document, three characters or
+// longer (the masker's bound), longest first so that a value holding
+// another is replaced whole.
+func secretLeaves(secrets []*unstructured.Unstructured) []string {
+	var values []string
+	for _, s := range secrets {
+		data, _, _ := unstructured.NestedStringMap(s.Object, "stringData")
+		encoded, _, _ := unstructured.NestedStringMap(s.Object, "data")
+		for _, v := range encoded {
+			if b, err := base64.StdEncoding.DecodeString(v); err == nil {
+				values = append(values, string(b))
+			}
+		}
+		for _, v := range data {
+			values = append(values, v)
+		}
+	}
+	var leaves []string
+	for _, v := range values {
+		leaves = append(leaves, v)
+		var doc any
+		if yaml.Unmarshal([]byte(v), &doc) == nil {
+			leaves = stringLeaves(doc, leaves)
+		}
+	}
+	leaves = slices.DeleteFunc(leaves, func(l string) bool { return len(strings.TrimSpace(l)) < 3 })
+	slices.SortFunc(leaves, func(a, b string) int { return len(b) - len(a) })
+	return slices.Compact(leaves)
+}
+
+// stringLeaves appends the strings of a decoded YAML document to out.
+func stringLeaves(v any, out []string) []string {
+	switch v := v.(type) {
+	case string:
+		out = append(out, v)
+	case map[string]any:
+		for _, e := range v {
+			out = stringLeaves(e, out)
+		}
+	case []any:
+		for _, e := range v {
+			out = stringLeaves(e, out)
+		}
+	}
+	return out
 }
 
 // folderFiles lists the regular files under dir relative to the

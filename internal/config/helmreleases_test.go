@@ -25,71 +25,6 @@ import (
 	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
-// webChart is a small chart: a Deployment, a ConfigMap of its values, a
-// cluster-scoped ClusterRole, a pre-install hook Job, a post-install
-// hook ConfigMap, and a test hook Pod that is never part of the target.
-func webChart(prefix string) map[string]string {
-	return map[string]string{
-		prefix + "Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.0.0\n",
-		prefix + "values.yaml": "replicas: 1\nimage: {repository: nginx, tag: \"1.27\"}\ngreeting: hello\nteam: none\n",
-		prefix + "templates/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}
-spec:
-  replicas: {{ .Values.replicas }}
-  selector: {matchLabels: {app: {{ .Release.Name }}}}
-  template:
-    metadata: {labels: {app: {{ .Release.Name }}}}
-    spec:
-      containers:
-        - name: web
-          image: {{ .Values.image.repository }}:{{ .Values.image.tag }}
-`,
-		prefix + "templates/config.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-config
-data:
-  greeting: {{ .Values.greeting | quote }}
-  team: {{ .Values.team | quote }}
-  chart: {{ .Chart.Version | quote }}
-`,
-		prefix + "templates/clusterrole.yaml": `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: {{ .Release.Name }}-reader
-rules: []
-`,
-		prefix + "templates/hooks.yaml": `apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {{ .Release.Name }}-migrate
-  annotations: {helm.sh/hook: pre-install}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{name: migrate, image: "nginx:1.27"}]
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-done
-  annotations: {helm.sh/hook: post-install}
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {{ .Release.Name }}-test
-  annotations: {helm.sh/hook: test}
-spec:
-  restartPolicy: Never
-  containers: [{name: test, image: "busybox:1.36"}]
-`,
-	}
-}
-
 // helmFleet is a one-cluster Flux repository whose root holds a
 // HelmRepository at url and whose apps target holds the given files.
 func helmFleet(url string, apps map[string]string) map[string]string {
@@ -149,7 +84,7 @@ const fromCharts = `  chart:
 func TestRenderHelmReleaseFromHelmRepository(t *testing.T) {
 	t.Parallel()
 	charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
-	charts.Add(t, testtree.New(t, webChart("")), "1.0.0", "1.1.0", "2.0.0")
+	charts.Add(t, testtree.New(t, helmtest.WebChart("")), "1.0.0", "1.1.0", "2.0.0")
 	spec := fmt.Sprintf(fromCharts, ">=1.0.0 <2.0.0") + `  valuesFrom:
     - kind: ConfigMap
       name: web-values
@@ -207,7 +142,7 @@ func TestRenderHelmReleaseFromHelmRepository(t *testing.T) {
 
 	// The same chart and values through helm template.
 	values := "replicas: 3\ngreeting: hi\nteam: payments\n"
-	chartDir := testtree.New(t, webChart(""))
+	chartDir := testtree.New(t, helmtest.WebChart(""))
 	helmOracle(t, res.Set.Objects, "web", "shop", chartDir, "1.1.0", values)
 }
 
@@ -218,7 +153,7 @@ func TestRenderHelmReleaseFromOCIRepository(t *testing.T) {
 	t.Parallel()
 	reg := registrytest.Start(t)
 	for _, v := range []string{"1.0.0", "1.2.0", "2.0.0"} {
-		archive, _ := helmtest.Package(t, testtree.New(t, webChart("")), v)
+		archive, _ := helmtest.Package(t, testtree.New(t, helmtest.WebChart("")), v)
 		helmtest.Push(t, reg.Host, "charts", archive, reg.Username, reg.Password)
 	}
 	repo := load(t, testtree.New(t, helmFleet("http://127.0.0.1:1", map[string]string{
@@ -264,7 +199,7 @@ func TestRenderHelmReleaseFromGitRepository(t *testing.T) {
   values: {team: git}
 `),
 	})
-	for k, v := range webChart("charts/web/") {
+	for k, v := range helmtest.WebChart("charts/web/") {
 		files[k] = v
 	}
 	repo := load(t, testtree.New(t, files))
@@ -308,7 +243,7 @@ func TestRenderHelmReleaseFromGitRepository(t *testing.T) {
 func TestRenderHelmReleaseLeftToController(t *testing.T) {
 	t.Parallel()
 	charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
-	charts.Add(t, testtree.New(t, webChart("")), "1.0.0")
+	charts.Add(t, testtree.New(t, helmtest.WebChart("")), "1.0.0")
 	files := helmFleet(charts.URL, map[string]string{"web.yaml": helmRelease("web", fmt.Sprintf(fromCharts, "1.0.0"))})
 	files["ferry.yaml"] = "clusters:\n  prod:\n    helmReleases: controller\n"
 	repo := load(t, testtree.New(t, files))
@@ -338,7 +273,7 @@ func TestHelmReleasesSettingIsChecked(t *testing.T) {
 func TestRenderHelmReleaseErrors(t *testing.T) {
 	t.Parallel()
 	charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
-	charts.Add(t, testtree.New(t, webChart("")), "1.0.0")
+	charts.Add(t, testtree.New(t, helmtest.WebChart("")), "1.0.0")
 	for _, tc := range []struct {
 		name, spec string
 		parts      []string
@@ -366,7 +301,7 @@ func TestRenderHelmReleaseErrors(t *testing.T) {
 func TestRenderHelmReleaseCacheDir(t *testing.T) {
 	t.Parallel()
 	charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
-	charts.Add(t, testtree.New(t, webChart("")), "1.0.0")
+	charts.Add(t, testtree.New(t, helmtest.WebChart("")), "1.0.0")
 	cache := t.TempDir()
 	dir := testtree.New(t, helmFleet(charts.URL, map[string]string{"web.yaml": helmRelease("web", fmt.Sprintf(fromCharts, "1.0.0"))}))
 	for range 2 {

@@ -70,7 +70,7 @@ func (e *FetchError) Error() string {
 	if e.Version != "" {
 		fmt.Fprintf(&b, " version %q", e.Version)
 	}
-	if e.Chart != "" && e.Source != "" {
+	if e.Chart != "" && e.Source != "" && e.Source != e.Chart { // a chart folder is its own source
 		b.WriteString(" from ")
 		b.WriteString(e.Source)
 	}

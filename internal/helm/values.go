@@ -26,14 +26,15 @@ type Lookup func(kind, namespace, name string) (*unstructured.Unstructured, bool
 // targetPath entry is set on the values composed so far with the inline
 // values already merged in, so it wins over them where they share a map
 // (helm-controller's order, reproduced here on a copy so r is left as
-// it was).
+// it was). Errors name the spec.valuesFrom entry and the object it
+// refers to; the caller adds the HelmRelease and its chart.
 func ComposeValues(r *Release, lookup Lookup) (map[string]any, error) {
 	inline := copyMap(r.Values)
 	result := map[string]any{}
 	for i, ref := range r.ValuesFrom {
 		data, ok, err := valuesData(r, ref, lookup)
 		if err != nil {
-			return nil, fmt.Errorf("%s: spec.valuesFrom[%d]: %w", r.ID(), i, err)
+			return nil, fmt.Errorf("spec.valuesFrom[%d]: %w", i, err)
 		}
 		if !ok {
 			continue
@@ -41,15 +42,15 @@ func ComposeValues(r *Release, lookup Lookup) (map[string]any, error) {
 		if ref.TargetPath != "" {
 			result = loader.MergeMaps(result, inline)
 			if err := setPath(result, ref.TargetPath, data); err != nil {
-				return nil, fmt.Errorf("%s: spec.valuesFrom[%d]: setting targetPath %q from %s key %q: %w",
-					r.ID(), i, ref.TargetPath, refID(r, ref), ref.ValuesKey, withheld(ref, err))
+				return nil, fmt.Errorf("spec.valuesFrom[%d]: setting targetPath %q from %s key %q: %w",
+					i, ref.TargetPath, refID(r, ref), ref.ValuesKey, withheld(ref, err))
 			}
 			continue
 		}
 		vals, err := common.ReadValues([]byte(data))
 		if err != nil {
-			return nil, fmt.Errorf("%s: spec.valuesFrom[%d]: reading key %q of %s as YAML: %w",
-				r.ID(), i, ref.ValuesKey, refID(r, ref), withheld(ref, err))
+			return nil, fmt.Errorf("spec.valuesFrom[%d]: reading key %q of %s as YAML: %w",
+				i, ref.ValuesKey, refID(r, ref), withheld(ref, err))
 		}
 		result = loader.MergeMaps(result, vals)
 	}

@@ -160,13 +160,13 @@ func TestComposeValuesErrors(t *testing.T) {
 	}
 	for name, tc := range map[string]struct{ spec, want string }{
 		"missing ConfigMap": {`valuesFrom: [{kind: ConfigMap, name: absent}]`,
-			"HelmRelease/apps/web: spec.valuesFrom[0]: ConfigMap/apps/absent not found"},
+			"spec.valuesFrom[0]: ConfigMap/apps/absent not found"},
 		"missing Secret": {`valuesFrom: [{kind: ConfigMap, name: defaults}, {kind: Secret, name: db}]`,
-			"HelmRelease/apps/web: spec.valuesFrom[1]: Secret/apps/db not found"},
+			"spec.valuesFrom[1]: Secret/apps/db not found"},
 		"missing key": {`valuesFrom: [{kind: ConfigMap, name: defaults, valuesKey: prod.yaml}]`,
-			`HelmRelease/apps/web: spec.valuesFrom[0]: ConfigMap/apps/defaults has no key "prod.yaml"`},
+			`spec.valuesFrom[0]: ConfigMap/apps/defaults has no key "prod.yaml"`},
 		"Secret not YAML": {`valuesFrom: [{kind: Secret, name: broken}]`,
-			`HelmRelease/apps/web: spec.valuesFrom[0]: reading key "values.yaml" of Secret/apps/broken as YAML: the value does not parse`},
+			`spec.valuesFrom[0]: reading key "values.yaml" of Secret/apps/broken as YAML: the value does not parse`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

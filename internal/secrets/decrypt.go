@@ -142,6 +142,22 @@ func (d *Decryptor) Values() []string {
 	return out
 }
 
+// Hide has the decryptor remember values as if it had decrypted them,
+// so that maskers watching it hide them: values taken out of a Secret
+// and copied elsewhere (a chart's values). A nil Decryptor ignores them.
+func (d *Decryptor) Hide(values ...string) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, v := range values {
+		if v != "" {
+			d.values[v] = struct{}{}
+		}
+	}
+}
+
 func (d *Decryptor) remember(before, after []any) {
 	if len(before) != len(after) {
 		return
