@@ -32,7 +32,9 @@ const (
 
 // expandReleases returns the build res of t with each Flux HelmRelease in
 // it followed by the objects its chart renders: the HelmRelease stays, so
-// that ActsOn can leave it out on a cluster without Flux's CRDs. A build
+// that ActsOn can leave it out on a cluster without Flux's CRDs. The
+// result's Releases name each release and the chart version it resolved
+// to. A build
 // without HelmReleases, or of a cluster that leaves them to a
 // helm-controller, is returned as it is. The first release that cannot
 // be rendered fails the target, naming the HelmRelease and its chart.
@@ -49,10 +51,11 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 		if !helm.IsRelease(o) {
 			continue
 		}
-		objs, files, err := r.renderRelease(ctx, t, res, o, apiVersions)
+		objs, files, rel, err := r.renderRelease(ctx, t, res, o, apiVersions)
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", t.Name, err)
 		}
+		out.Releases = append(out.Releases, rel)
 		out.Set.Objects = append(out.Set.Objects, objs...)
 		out.Files = append(out.Files, files...)
 	}
@@ -71,24 +74,25 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 // hook-delete-policy) is still to come.
 //
 // It also returns the files of a chart folder of this repository
-// (relative to it), which the render read.
-func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result, o *unstructured.Unstructured, apiVersions []string) ([]*unstructured.Unstructured, []string, error) {
+// (relative to it), which the render read, and the release it rendered.
+func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result, o *unstructured.Unstructured, apiVersions []string) ([]*unstructured.Unstructured, []string, render.Release, error) {
+	var none render.Release
 	rel, err := helm.ParseRelease(o)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, none, err
 	}
 	src, valuesRoot, err := r.chartSource(ctx, t, res, rel)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", rel.ID(), err)
+		return nil, nil, none, fmt.Errorf("%s: %w", rel.ID(), err)
 	}
 	fetched, err := r.Charts.Fetch(ctx, src)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", rel.ID(), err)
+		return nil, nil, none, fmt.Errorf("%s: %w", rel.ID(), err)
 	}
 	var files []string
 	if src.Kind == helm.Folder {
 		if files, err = r.folderFiles(filepath.Join(src.Root, filepath.FromSlash(src.Path))); err != nil {
-			return nil, nil, fmt.Errorf("%s: chart folder %s: %w", rel.ID(), src.Path, err)
+			return nil, nil, none, fmt.Errorf("%s: chart folder %s: %w", rel.ID(), src.Path, err)
 		}
 	}
 	values, err := helm.ComposeValues(rel, func(kind, namespace, name string) (*unstructured.Unstructured, bool) {
@@ -96,7 +100,7 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 		return u, u != nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, none, err
 	}
 	rendered, err := helm.Render(ctx, rel, fetched, values, helm.RenderOptions{
 		APIVersions: apiVersions,
@@ -104,7 +108,7 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 		ValuesRoot:  valuesRoot,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, none, err
 	}
 	var objs []*unstructured.Unstructured
 	for _, h := range rendered.Hooks.Pre {
@@ -120,7 +124,13 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 			u.SetNamespace(rendered.Namespace)
 		}
 	}
-	return objs, files, nil
+	return objs, files, render.Release{
+		ID:        rel.ID(),
+		Name:      rendered.Name,
+		Namespace: rendered.Namespace,
+		Chart:     rendered.Chart,
+		Version:   rendered.Version,
+	}, nil
 }
 
 // folderFiles lists the regular files under dir relative to the

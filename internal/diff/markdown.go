@@ -60,6 +60,13 @@ func Markdown(r *Report) []string {
 		if t.Error != "" {
 			fmt.Fprintf(&h, "\nFails to render at %s:\n\n%s", t.Side, markdown.Fence("text", t.Error))
 		}
+		for _, rc := range t.Releases {
+			what := ""
+			if rc.Action != Changed {
+				what = " " + string(rc.Action)
+			}
+			fmt.Fprintf(&h, "\n- %s%s: chart %s", markdown.Code(rc.ID), what, markdown.Code(rc.Charts()))
+		}
 		for _, id := range t.NotCompared {
 			fmt.Fprintf(&h, "\n- %s: encrypted, not compared (no key)", markdown.Code(id.String()))
 		}
