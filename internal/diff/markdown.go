@@ -73,6 +73,11 @@ func Markdown(r *Report) []string {
 		for _, ef := range t.Encrypted {
 			fmt.Fprintf(&h, "\n- encrypted file %s changed (no key; keys from SOPS metadata)%s", markdown.Code(ef.Path), keyList(ef.Added, ef.Removed, ef.Changed, "re-encrypted"))
 		}
+		if !strings.HasSuffix(h.String(), "\n") {
+			// A list ends with a line break, so that the next block,
+			// joined on a new line, starts after a blank one.
+			h.WriteString("\n")
+		}
 		blocks = append(blocks, h.String())
 		for _, o := range t.Objects {
 			if o.Action == Unchanged {
