@@ -37,7 +37,9 @@ const (
 
 // expandReleases returns the build res of t with each Flux HelmRelease in
 // it followed by the objects its chart renders: the HelmRelease stays, so
-// that ActsOn can leave it out on a cluster without Flux's CRDs. A build
+// that ActsOn can leave it out on a cluster without Flux's CRDs. The
+// result's Releases name each release and the chart version it resolved
+// to. A build
 // without HelmReleases, or of a cluster that leaves them to a
 // helm-controller, is returned as it is. The first release that cannot
 // be rendered fails the target, naming the HelmRelease and its chart.
@@ -54,10 +56,11 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 		if !helm.IsRelease(o) {
 			continue
 		}
-		objs, files, err := r.renderRelease(ctx, t, res, o, apiVersions)
+		objs, files, rel, err := r.renderRelease(ctx, t, res, o, apiVersions)
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", t.Name, err)
 		}
+		out.Releases = append(out.Releases, rel)
 		out.Set.Objects = append(out.Set.Objects, objs...)
 		out.Files = append(out.Files, files...)
 	}
@@ -76,24 +79,25 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 // helm.sh/hook-delete-policy annotations are kept for the apply.
 //
 // It also returns the files of a chart folder of this repository
-// (relative to it), which the render read.
-func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result, o *unstructured.Unstructured, apiVersions []string) ([]*unstructured.Unstructured, []string, error) {
+// (relative to it), which the render read, and the release it rendered.
+func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result, o *unstructured.Unstructured, apiVersions []string) ([]*unstructured.Unstructured, []string, render.Release, error) {
+	var none render.Release
 	rel, err := helm.ParseRelease(o)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, none, err
 	}
 	src, valuesRoot, err := r.chartSource(ctx, t, res, rel)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", rel.ID(), err)
+		return nil, nil, none, fmt.Errorf("%s: %w", rel.ID(), err)
 	}
 	fetched, err := r.Charts.Fetch(ctx, src)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", rel.ID(), err)
+		return nil, nil, none, fmt.Errorf("%s: %w", rel.ID(), err)
 	}
 	var files []string
 	if src.Kind == helm.Folder {
 		if files, err = r.folderFiles(filepath.Join(src.Root, filepath.FromSlash(src.Path))); err != nil {
-			return nil, nil, fmt.Errorf("%s: chart folder %s: %w", rel.ID(), src.Path, err)
+			return nil, nil, none, fmt.Errorf("%s: chart folder %s: %w", rel.ID(), src.Path, err)
 		}
 	}
 	var secrets []*unstructured.Unstructured
@@ -105,7 +109,7 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 		return u, u != nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: chart %s %s: %w", rel.ID(), fetched.Name, fetched.Version, err)
+		return nil, nil, none, fmt.Errorf("%s: chart %s %s: %w", rel.ID(), fetched.Name, fetched.Version, err)
 	}
 	// A chart may copy a value from a Secret into any object (a
 	// ConfigMap, an argument): what ferry prints hides those values as
@@ -118,7 +122,7 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 		ValuesRoot:  valuesRoot,
 	})
 	if err != nil {
-		return nil, nil, withholdValues(err, secrets)
+		return nil, nil, none, withholdValues(err, secrets)
 	}
 	var objs []*unstructured.Unstructured
 	for _, h := range rendered.Hooks.Pre {
@@ -134,7 +138,13 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 			u.SetNamespace(rendered.Namespace)
 		}
 	}
-	return objs, files, nil
+	return objs, files, render.Release{
+		ID:        rel.ID(),
+		Name:      rendered.Name,
+		Namespace: rendered.Namespace,
+		Chart:     rendered.Chart,
+		Version:   rendered.Version,
+	}, nil
 }
 
 // ChartKubeVersion is the Kubernetes version t's HelmReleases are

@@ -136,6 +136,14 @@ func TestRenderHelmReleaseFromHelmRepository(t *testing.T) {
 			t.Errorf("%s: %s = %q, want %q", id, config.HelmHookAnnotation, got, phase)
 		}
 	}
+	// The render names each release and the version its range resolved to.
+	wantReleases := []render.Release{
+		{ID: "HelmRelease/shop/other", Name: "other", Namespace: "shop", Chart: "web", Version: "1.1.0"},
+		{ID: "HelmRelease/shop/web", Name: "web", Namespace: "shop", Chart: "web", Version: "1.1.0"},
+	}
+	if diff := cmp.Diff(wantReleases, res.Releases); diff != "" {
+		t.Errorf("releases (-want +got):\n%s", diff)
+	}
 	if n := charts.Requests("/web-1.1.0.tgz"); n != 1 {
 		t.Errorf("web-1.1.0.tgz fetched %d times, want once for two releases", n)
 	}
@@ -232,6 +240,10 @@ func TestRenderHelmReleaseFromGitRepository(t *testing.T) {
 			t.Errorf("Files %v lack %s", res.Files, f)
 		}
 	}
+	wantReleases := []render.Release{{ID: "HelmRelease/shop/web", Name: "web-web", Namespace: "web", Chart: "web", Version: "1.0.0"}}
+	if diff := cmp.Diff(wantReleases, res.Releases); diff != "" {
+		t.Errorf("releases (-want +got):\n%s", diff)
+	}
 	if !repo.Inputs(apps).Touches([]string{"charts/web/values.yaml"}) {
 		t.Error("Inputs of a target holding a HelmRelease do not include its chart folder")
 	}
@@ -256,6 +268,13 @@ func TestRenderHelmReleaseLeftToController(t *testing.T) {
 	}
 	if n := charts.Requests("/index.yaml"); n != 0 {
 		t.Errorf("index.yaml fetched %d times, want none", n)
+	}
+	res, err := repo.Render(t.Context(), apps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Releases) != 0 {
+		t.Errorf("releases %v, want none expanded", res.Releases)
 	}
 	if w := repo.Inputs(apps); w.Unknown {
 		t.Error("Inputs of a target left to helm-controller are unbounded, want its own files")

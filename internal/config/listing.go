@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode"
+
+	"github.com/ferry-ci/ferry/internal/render"
 )
 
 // Listing is every target of a repository with its state, and what
@@ -20,7 +22,8 @@ type Listing struct {
 }
 
 // ListedTarget is a target and its state: "ok", or "error" and the reason
-// (a dependsOn that names no target, a cycle, a render that fails).
+// (a dependsOn that names no target, a cycle, a render that fails), and
+// the Helm charts its render installs.
 type ListedTarget struct {
 	Name            string   `json:"name"`
 	Cluster         string   `json:"cluster,omitempty"`
@@ -31,20 +34,31 @@ type ListedTarget struct {
 	Origin          string   `json:"origin"`
 	State           string   `json:"state"`
 	Error           string   `json:"error,omitempty"`
+	// Releases are the HelmReleases the target's render expanded, each
+	// with the chart and the version it resolved to: the charts the
+	// target installs. A target whose cluster leaves HelmReleases to a
+	// helm-controller has none (its HelmReleases are objects of its
+	// render), nor has a target that fails to render (its error names
+	// the HelmRelease that failed).
+	Releases []render.Release `json:"releases,omitempty"`
 }
 
 // List renders every target (with encrypted Secrets as the Repo's options
-// say) to learn its state. A failed target is listed with its reason, so
-// only a stopped context fails the listing.
+// say) to learn its state and the charts, at their resolved versions, its
+// HelmReleases install: what a render fetches anyway. A failed target is
+// listed with its reason, so only a stopped context fails the listing.
 func (r *Repo) List(ctx context.Context) (*Listing, error) {
 	l := &Listing{Targets: []ListedTarget{}, Skipped: r.Skipped, Clusters: r.Clusters}
 	for _, t := range r.Targets {
 		lt := ListedTarget{Name: t.Name, Cluster: t.Cluster, Path: t.Path, Prune: t.Prune, TargetNamespace: t.TargetNamespace, DependsOn: t.DependsOn, Origin: t.Origin, State: "ok"}
-		if err := r.State(ctx, t); err != nil {
+		res, err := r.Render(ctx, t)
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			lt.State, lt.Error = "error", strings.TrimSpace(err.Error())
+		} else {
+			lt.Releases = res.Releases
 		}
 		l.Targets = append(l.Targets, lt)
 	}
@@ -58,8 +72,10 @@ func (l *Listing) JSON(w io.Writer) error {
 	return enc.Encode(l)
 }
 
-// Text writes the listing as a table, then a line per failed target and
-// per skipped Kustomization.
+// Text writes the listing as a table, then a line per HelmRelease a
+// target installs (`chart TARGET: HelmRelease/NS/NAME installs CHART
+// VERSION (Helm release NAME in NS)`), per failed target and per skipped
+// Kustomization.
 func (l *Listing) Text(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tCLUSTER\tPATH\tPRUNE\tDEPENDS ON\tSTATE\tFROM")
@@ -68,6 +84,11 @@ func (l *Listing) Text(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, t := range l.Targets {
+		for _, rel := range t.Releases {
+			fmt.Fprintf(w, "chart %s: %s installs %s %s (Helm release %s in %s)\n", cell(t.Name), cell(rel.ID), cell(rel.Chart), cell(rel.Version), cell(rel.Name), cell(rel.Namespace))
+		}
 	}
 	for _, t := range l.Targets {
 		if t.Error != "" {

@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-ci/ferry/internal/render"
 )
 
 func obj(t *testing.T, s string) *unstructured.Unstructured {
@@ -157,4 +159,54 @@ func insideFence(md, s string) bool {
 		}
 	}
 	return true
+}
+
+// Releases names the HelmReleases whose chart changes, by ID, and the
+// renderers put them in the target's section.
+func TestReleases(t *testing.T) {
+	rel := func(id, chart, version string) render.Release {
+		return render.Release{ID: id, Name: "n", Namespace: "ns", Chart: chart, Version: version}
+	}
+	base := []render.Release{
+		rel("HelmRelease/apps/podinfo", "podinfo", "6.5.0"),
+		rel("HelmRelease/apps/same", "web", "1.0.0"),
+		rel("HelmRelease/apps/gone", "web", "1.0.0"),
+		rel("HelmRelease/apps/renamed", "old", "1.0.0"),
+	}
+	head := []render.Release{
+		rel("HelmRelease/apps/same", "web", "1.0.0"),
+		rel("HelmRelease/apps/renamed", "new", "2.0.0"),
+		rel("HelmRelease/apps/podinfo", "podinfo", "6.6.0"),
+		rel("HelmRelease/apps/fresh", "web", "1.1.0"),
+	}
+	got := Releases(base, head)
+	want := []string{
+		"HelmRelease/apps/fresh added: web 1.1.0",
+		"HelmRelease/apps/gone removed: web 1.0.0",
+		"HelmRelease/apps/podinfo: podinfo 6.5.0 -> 6.6.0",
+		"HelmRelease/apps/renamed: old 1.0.0 -> new 2.0.0",
+	}
+	var lines []string
+	for _, c := range got {
+		lines = append(lines, c.label()+": "+c.Charts())
+	}
+	if d := cmp.Diff(want, lines); d != "" {
+		t.Errorf("(-want +got)\n%s", d)
+	}
+	if len(Releases(base, base)) != 0 {
+		t.Error("equal releases differ")
+	}
+
+	r := &Report{Base: "b", Head: "h", Targets: []Target{{Name: "apps", Releases: got, Counts: Counts{Changed: 1}}}}
+	var text strings.Builder
+	if err := Text(&text, r, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "target apps (): 0 added, 1 changed, 0 removed, 0 unchanged\n  HelmRelease/apps/fresh added: web 1.1.0\n") {
+		t.Errorf("text report lacks the releases under its target:\n%s", text.String())
+	}
+	md := Markdown(r)
+	if len(md) < 2 || !strings.Contains(md[1], "- `HelmRelease/apps/podinfo`: chart `podinfo 6.5.0 -> 6.6.0`") || !strings.Contains(md[1], "- `HelmRelease/apps/gone` removed: chart `web 1.0.0`") {
+		t.Errorf("markdown target section lacks the releases:\n%s", strings.Join(md, "\n"))
+	}
 }

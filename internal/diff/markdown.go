@@ -60,11 +60,23 @@ func Markdown(r *Report) []string {
 		if t.Error != "" {
 			fmt.Fprintf(&h, "\nFails to render at %s:\n\n%s", t.Side, markdown.Fence("text", t.Error))
 		}
+		for _, rc := range t.Releases {
+			what := ""
+			if rc.Action != Changed {
+				what = " " + string(rc.Action)
+			}
+			fmt.Fprintf(&h, "\n- %s%s: chart %s", markdown.Code(rc.ID), what, markdown.Code(rc.Charts()))
+		}
 		for _, id := range t.NotCompared {
 			fmt.Fprintf(&h, "\n- %s: encrypted, not compared (no key)", markdown.Code(id.String()))
 		}
 		for _, ef := range t.Encrypted {
 			fmt.Fprintf(&h, "\n- encrypted file %s changed (no key; keys from SOPS metadata)%s", markdown.Code(ef.Path), keyList(ef.Added, ef.Removed, ef.Changed, "re-encrypted"))
+		}
+		if !strings.HasSuffix(h.String(), "\n") {
+			// A list ends with a line break, so that the next block,
+			// joined on a new line, starts after a blank one.
+			h.WriteString("\n")
 		}
 		blocks = append(blocks, h.String())
 		for _, o := range t.Objects {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/manifest"
+	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
@@ -74,6 +75,10 @@ type Target struct {
 	Side    string   `json:"side,omitempty"`
 	Counts  Counts   `json:"counts"`
 	Objects []Object `json:"objects,omitempty"`
+	// Releases lists the HelmReleases whose chart or chart version
+	// differs between base and head, or that one side only has; their
+	// rendered objects are among Objects.
+	Releases []ReleaseChange `json:"releases,omitempty"`
 	// Encrypted lists encrypted files that changed while no key was
 	// given, with the keys SOPS metadata shows.
 	Encrypted []EncryptedFile `json:"encrypted,omitempty"`
@@ -84,6 +89,74 @@ type Target struct {
 	Live       []Object `json:"live,omitempty"`
 	LiveCounts *Counts  `json:"liveCounts,omitempty"`
 	LiveError  string   `json:"liveError,omitempty"`
+}
+
+// ReleaseChange is a HelmRelease of a target that installs another chart
+// or chart version at head than at base (Changed), or that only head
+// (Added) or base (Removed) has.
+type ReleaseChange struct {
+	// ID is the HelmRelease's Kind/namespace/name.
+	ID     string `json:"id"`
+	Action Action `json:"action"`
+	// Base and Head are the release at each side, nil on a side without it.
+	Base *render.Release `json:"base,omitempty"`
+	Head *render.Release `json:"head,omitempty"`
+}
+
+// Charts is the change of chart in a few words: "podinfo 6.5.0 ->
+// 6.6.0", or "old 1.0.0 -> new 2.0.0" when the chart itself changed; the
+// one side's chart ("web 1.1.0") for a release added or removed.
+func (c ReleaseChange) Charts() string {
+	switch {
+	case c.Base == nil:
+		return c.Head.Chart + " " + c.Head.Version
+	case c.Head == nil:
+		return c.Base.Chart + " " + c.Base.Version
+	case c.Base.Chart == c.Head.Chart:
+		return c.Head.Chart + " " + c.Base.Version + " -> " + c.Head.Version
+	default:
+		return c.Base.Chart + " " + c.Base.Version + " -> " + c.Head.Chart + " " + c.Head.Version
+	}
+}
+
+// label names the release in the text report: its ID, followed by the
+// action for a release only one side has.
+func (c ReleaseChange) label() string {
+	if c.Action == Changed {
+		return c.ID
+	}
+	return c.ID + " " + string(c.Action)
+}
+
+// Releases compares the HelmReleases a target's render expanded at base
+// and head, by HelmRelease, and returns those whose chart or chart version
+// differs or that one side only has, in the order of their IDs.
+func Releases(base, head []render.Release) []ReleaseChange {
+	b := make(map[string]*render.Release, len(base))
+	for i := range base {
+		b[base[i].ID] = &base[i]
+	}
+	h := make(map[string]*render.Release, len(head))
+	for i := range head {
+		h[head[i].ID] = &head[i]
+	}
+	var out []ReleaseChange
+	for id, br := range b {
+		hr := h[id]
+		switch {
+		case hr == nil:
+			out = append(out, ReleaseChange{ID: id, Action: Removed, Base: br})
+		case br.Chart != hr.Chart || br.Version != hr.Version:
+			out = append(out, ReleaseChange{ID: id, Action: Changed, Base: br, Head: hr})
+		}
+	}
+	for id, hr := range h {
+		if b[id] == nil {
+			out = append(out, ReleaseChange{ID: id, Action: Added, Head: hr})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }
 
 // EncryptedFile is a SOPS file that changed, compared without a key.

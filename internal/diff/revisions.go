@@ -322,6 +322,7 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 			var bo, ho = objects(base), objects(head)
 			t.Objects = Sets(bo, ho, t.Prune && a.head != nil, mask)
 			t.Counts = count(t.Objects)
+			t.Releases = Releases(releases(base), releases(head))
 			t.NotCompared = omitted(base, head)
 			if opts.Render.NoDecrypt {
 				t.Encrypted = encryptedChanges(p.base.Root, p.head.Root, base, head, p.Changed)
@@ -357,6 +358,13 @@ func objects(res *render.Result) []*unstructured.Unstructured {
 		return nil
 	}
 	return res.Set.Objects
+}
+
+func releases(res *render.Result) []render.Release {
+	if res == nil {
+		return nil
+	}
+	return res.Releases
 }
 
 func omitted(results ...*render.Result) []manifest.ID {

@@ -37,6 +37,9 @@ func Text(w io.Writer, r *Report, color bool) error {
 	for _, t := range r.Targets {
 		fmt.Fprintf(&b, "\n%s (%s): %d added, %d changed, %d removed, %d unchanged\n",
 			paint(bold, "target "+t.Name), t.Why, t.Counts.Added, t.Counts.Changed, t.Counts.Removed, t.Counts.Unchanged)
+		for _, rc := range t.Releases {
+			fmt.Fprintf(&b, "  %s: %s\n", rc.label(), rc.Charts())
+		}
 		if t.Error != "" {
 			b.WriteString(paint(red, "  fails to render at "+t.Side+": "+t.Error) + "\n")
 		}

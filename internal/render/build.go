@@ -91,6 +91,25 @@ type Result struct {
 	Encrypted []string
 	// Omitted lists the encrypted Secrets left out because of NoDecrypt.
 	Omitted []manifest.ID
+	// Releases lists the Flux HelmReleases of the render that were
+	// expanded into the objects of their charts, in the order of the
+	// render (none when the target's cluster leaves them to a
+	// helm-controller).
+	Releases []Release
+}
+
+// Release is a Flux HelmRelease a render expanded: which chart, at which
+// version, it installs, and as which Helm release.
+type Release struct {
+	// ID is the HelmRelease's Kind/namespace/name.
+	ID string `json:"id"`
+	// Name and Namespace are the Helm release's.
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// Chart and Version are the chart's name and its version as
+	// resolved (a range in the spec becomes the version it picked).
+	Chart   string `json:"chart"`
+	Version string `json:"version"`
 }
 
 // Build renders one target: Flux's generator turns the Kustomization's

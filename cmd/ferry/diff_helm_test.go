@@ -1,0 +1,232 @@
+package main
+
+import (
+	"encoding/base64"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ferry-ci/ferry/internal/gittest"
+	"github.com/ferry-ci/ferry/internal/helm/helmtest"
+	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
+	"github.com/ferry-ci/ferry/internal/testtree"
+)
+
+// Values of the SOPS-encrypted Secret the HelmRelease takes its values
+// from; the chart renders them into a Secret of its own. No output may
+// hold them, in plain text or base64.
+const (
+	helmPassword = "chart-pa55word-3f9d1c"
+	helmToken    = "chart-t0ken-8e27ab"
+)
+
+// shopChart is a chart web at version: a Deployment labelled with the
+// chart's version whose image tag comes from its values, a Secret of the
+// password value (and from 1.1.0 on, of the token value too) and a
+// ConfigMap.
+func shopChart(version, tag string, token bool) map[string]string {
+	secret := "  password: {{ .Values.password | b64enc | quote }}\n"
+	if token {
+		secret += "  token: {{ .Values.token | b64enc | quote }}\n"
+	}
+	return map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: web\nversion: " + version + "\n",
+		"values.yaml": "replicas: 1\nimage: {repository: nginx, tag: \"" + tag + "\"}\npassword: \"\"\ntoken: \"\"\n",
+		"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+  labels: {helm.sh/chart: "web-{{ .Chart.Version }}"}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec:
+      containers:
+        - name: web
+          image: {{ .Values.image.repository }}:{{ .Values.image.tag }}
+          envFrom: [{secretRef: {name: {{ .Release.Name }}-auth}}]
+`,
+		"templates/secret.yaml": `apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-auth
+  labels: {helm.sh/chart: "web-{{ .Chart.Version }}"}
+data:
+` + secret,
+		"templates/config.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-config
+data:
+  greeting: hello
+`,
+	}
+}
+
+// helmPR is a one-cluster Flux repository whose apps target holds a
+// HelmRelease of chart web at 1.0.0 from an HTTP chart repository that
+// also has 1.1.0, its values from a SOPS-encrypted Secret (a plain
+// ConfigMap unless encrypted), committed as the base; the pull request
+// bumps spec.chart.spec.version to 1.1.0.
+func helmPR(t *testing.T, encrypted bool) (p *gittest.Repo, base, head string) {
+	t.Helper()
+	charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
+	charts.Add(t, testtree.New(t, shopChart("1.0.0", "1.27", false)), "1.0.0")
+	charts.Add(t, testtree.New(t, shopChart("1.1.0", "1.28", true)), "1.1.0")
+
+	kind, field := "ConfigMap", "data"
+	if encrypted {
+		kind, field = "Secret", "stringData"
+	}
+	values := "apiVersion: v1\nkind: " + kind + "\nmetadata:\n  name: web-values\n  namespace: shop\n" + field + ":\n" +
+		"  values.yaml: |\n    password: " + helmPassword + "\n    token: " + helmToken + "\n"
+	if encrypted {
+		values = string(secretstest.Encrypt(t, "apps/web-values.yaml", []byte(values), "^(data|stringData)$", exampleRecipient))
+	}
+	dir := testtree.New(t, map[string]string{
+		"clusters/prod/flux-system/gotk-sync.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 1m
+  url: https://example.com/fleet.git
+  ref: {branch: main}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./clusters/prod
+  prune: true
+  sourceRef: {kind: GitRepository, name: flux-system}
+`,
+		"clusters/prod/apps.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./apps
+  prune: true
+  decryption: {provider: sops}
+  sourceRef: {kind: GitRepository, name: flux-system}
+`,
+		"clusters/prod/charts.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: charts
+  namespace: flux-system
+spec:
+  interval: 1h
+  url: ` + charts.URL + "\n",
+		"apps/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n",
+		"apps/web.yaml": `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: web
+  namespace: shop
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: web
+      version: "1.0.0"
+      sourceRef: {kind: HelmRepository, name: charts, namespace: flux-system}
+  valuesFrom:
+    - kind: ` + kind + `
+      name: web-values
+`,
+		"apps/web-values.yaml": values,
+	})
+	p = gittest.Init(t, dir)
+	base = p.Commit(t, "base")
+	p.Replace(t, "apps/web.yaml", `version: "1.0.0"`, `version: "1.1.0"`)
+	head = p.Commit(t, "bump web to 1.1.0")
+	return p, base, head
+}
+
+// TestDiffHelmChartBump diffs a pull request that bumps a HelmRelease's
+// chart version: the report names the release's old and new chart
+// versions and shows the rendered objects that change with their hunks,
+// the chart's Secret by key only, in every format (reviewed golden files);
+// no value of the Secret reaches any output.
+func TestDiffHelmChartBump(t *testing.T) {
+	p, base, head := helmPR(t, true)
+	vars := map[string]string{"SOPS_AGE_KEY": exampleKeyText(t)}
+	var outputs []string
+	for _, format := range []string{"text", "json", "markdown"} {
+		res := ferry(t, vars, "diff", "--repo", p.Dir, "--base", base, "--head", head, "--format", format)
+		if res.code != 0 {
+			t.Fatalf("%s: exit %d, stderr:\n%s", format, res.code, res.stderr)
+		}
+		got := strings.NewReplacer(base, "BASE", head, "HEAD", base[:12], "BASE", head[:12], "HEAD").Replace(res.stdout)
+		golden(t, filepath.Join("diff", "helm-chart-bump."+format+".golden"), []byte(got))
+		outputs = append(outputs, res.stdout, res.stderr)
+	}
+
+	text, markdown := outputs[0], outputs[4]
+	for _, want := range []string{
+		"target apps (changed: apps/web.yaml): 0 added, 3 changed, 0 removed,",
+		"  HelmRelease/shop/web: web 1.0.0 -> 1.1.0\n",
+		"--- Deployment.apps/shop/web (changed)\n",
+		"-        image: nginx:1.27\n+        image: nginx:1.28\n",
+		"--- Secret/shop/web-auth (changed)\n  Secret keys: added token\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text report lacks %q:\n%s", want, text)
+		}
+	}
+	for _, want := range []string{
+		"- `HelmRelease/shop/web`: chart `web 1.0.0 -> 1.1.0`",
+		"<details><summary><code>Deployment.apps/shop/web</code> (changed)</summary>",
+		"-        image: nginx:1.27\n+        image: nginx:1.28\n",
+	} {
+		if !strings.Contains(markdown, want) {
+			t.Errorf("markdown report lacks %q:\n%s", want, markdown)
+		}
+	}
+	// The chart does render the values into its Secret (ferry render
+	// prints decrypted values), so their absence above is not vacuous.
+	rendered := ferry(t, vars, "render", "--repo", p.Dir, "apps")
+	if rendered.code != 0 {
+		t.Fatalf("render: exit %d: %s", rendered.code, rendered.stderr)
+	}
+	for _, s := range []string{helmPassword, helmToken} {
+		if !strings.Contains(rendered.stdout, base64.StdEncoding.EncodeToString([]byte(s))) {
+			t.Fatalf("the chart's Secret does not hold a value of the values Secret:\n%s", rendered.stdout)
+		}
+	}
+	for _, s := range []string{helmPassword, helmToken} {
+		for _, form := range []string{s, base64.StdEncoding.EncodeToString([]byte(s))} {
+			for _, out := range outputs {
+				if strings.Contains(out, form) {
+					t.Fatalf("a Secret value reached the output")
+				}
+			}
+		}
+	}
+}
+
+// TestRenderListHelmCharts lists the chart and resolved version each
+// HelmRelease of a target installs (reviewed golden files), at the head of
+// the chart bump. Its values come from a ConfigMap: render --list decrypts
+// nothing, and a target whose HelmRelease takes values from an encrypted
+// Secret fails to render without it (listed with that error).
+func TestRenderListHelmCharts(t *testing.T) {
+	p, _, _ := helmPR(t, false)
+	for _, format := range []string{"text", "json"} {
+		res := ferry(t, nil, "render", "--list", "--repo", p.Dir, "--format", format)
+		if res.code != 0 {
+			t.Fatalf("%s: exit %d, stderr:\n%s", format, res.code, res.stderr)
+		}
+		golden(t, filepath.Join("render", "helm.list."+format+".golden"), []byte(res.stdout))
+	}
+}
