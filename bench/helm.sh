@@ -149,7 +149,7 @@ chart_objects "$work/helm.yaml" > "$work/helm.ids"
 fobjs=$(wc -l < "$work/ferry.ids"); hobjs=$(wc -l < "$work/helm.ids")
 nrel=$(wc -l < "$releases")
 printf 'helm benchmark: %d HelmReleases over %d charts (%s) on a local docker-registry\n' \
-  "$nrel" "$(cut -f3 "$releases" | sort -u | wc -l)" "$(cut -f3,4 "$releases" | sort -u | tr '\t\n' ' ,' | sed 's/,$//')"
+  "$nrel" "$(cut -f3 "$releases" | sort -u | wc -l)" "$(cut -f3,4 "$releases" | sort -u | tr '\t\n' ' ,' | sed 's/,$//; s/,/, /g')"
 printf '  chart objects: ferry %d, helm template %d\n' "$fobjs" "$hobjs"
 if ! cmp -s "$work/ferry.ids" "$work/helm.ids"; then
   printf '  !!! MISMATCH: the two sides render different objects (< ferry only, > helm only):\n'
