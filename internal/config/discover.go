@@ -93,6 +93,7 @@ func (d *discovery) renderRoots(ctx context.Context) error {
 		}
 		r.rootVars[root.Name] = substitutionSources(res.Set.Objects)
 		r.rootObjs[root.Name] = fluxSources(res.Set.Objects)
+		r.rootAPIs[root.Name] = definedAPIVersions(res.Set.Objects)
 		d.idx.markRead(d.reached, r.repoFiles(dir, res.Files))
 		for _, o := range res.Set.Objects {
 			if !isKustomization(o) || (root.sync != nil && o.GetName() == root.sync.Object.GetName() && o.GetNamespace() == root.sync.Object.GetNamespace()) {

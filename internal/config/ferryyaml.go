@@ -1,8 +1,6 @@
 package config
 
 import (
-	"github.com/ferry-ci/ferry/internal/manifest"
-
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -17,7 +15,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/Masterminds/semver/v3"
 	yamlv3 "go.yaml.in/yaml/v3"
+
+	"github.com/ferry-ci/ferry/internal/manifest"
 )
 
 // FileName is the name of ferry's optional configuration file, at the
@@ -103,6 +104,15 @@ type ClusterConfig struct {
 	// their sources, to a helm-controller running in the cluster, applied
 	// as objects.
 	HelmReleases HelmMode `json:"helmReleases,omitempty" yaml:"helmReleases,omitempty"`
+	// KubeVersion is the Kubernetes version the cluster's HelmReleases
+	// are rendered for (a chart's .Capabilities.KubeVersion); empty is
+	// helm.DefaultKubeVersion, the version of ferry's Kubernetes client.
+	KubeVersion string `json:"kubeVersion,omitempty" yaml:"kubeVersion,omitempty"`
+	// APIVersions are the API versions (group/version or
+	// group/version/Kind) charts see as served beside Kubernetes' own and
+	// those of the CRDs the cluster's renders define: APIs the cluster
+	// serves from elsewhere (an aggregated API, CRDs installed by hand).
+	APIVersions []string `json:"apiVersions,omitempty" yaml:"apiVersions,omitempty"`
 }
 
 // HelmMode is a cluster's helmReleases setting.
@@ -251,8 +261,8 @@ func ParseFile(data []byte) (*File, error) {
 		if err := checkNamePart(name); err != nil {
 			return nil, fmt.Errorf("%s: clusters: cluster name %q: %w", FileName, name, err)
 		}
-		if m := f.Clusters[name].HelmReleases; m != "" && m != HelmRender && m != HelmController {
-			return nil, fmt.Errorf("%s: cluster %q: helmReleases %q is not %s or %s", FileName, name, m, HelmRender, HelmController)
+		if err := f.Clusters[name].check(); err != nil {
+			return nil, fmt.Errorf("%s: cluster %q: %w", FileName, name, err)
 		}
 	}
 	seen := map[string]bool{}
@@ -459,4 +469,31 @@ func cleanYAMLError(err error) string {
 		msg = strings.TrimPrefix(msg, p)
 	}
 	return msg
+}
+
+// check validates the cluster's Helm settings.
+func (c ClusterConfig) check() error {
+	if err := c.HelmReleases.Check(); err != nil {
+		return fmt.Errorf("helmReleases: %w", err)
+	}
+	if c.KubeVersion != "" {
+		if _, err := semver.NewVersion(c.KubeVersion); err != nil {
+			return fmt.Errorf("kubeVersion %q is not a version (v1.31.2, 1.31)", c.KubeVersion)
+		}
+	}
+	for _, v := range c.APIVersions {
+		if n := strings.Count(v, "/"); v == "" || n > 2 || strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") {
+			return fmt.Errorf("apiVersions: %q is not group/version, group/version/Kind or a core version", v)
+		}
+	}
+	return nil
+}
+
+// Check reports whether m is a helmReleases setting ("" is HelmRender).
+func (m HelmMode) Check() error {
+	switch m {
+	case "", HelmRender, HelmController:
+		return nil
+	}
+	return fmt.Errorf("%q is not %s or %s", string(m), HelmRender, HelmController)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/helm"
+	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/render"
 )
@@ -40,7 +42,7 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 	if t.HelmReleases == HelmController || !slices.ContainsFunc(res.Set.Objects, helm.IsRelease) {
 		return res, nil
 	}
-	apiVersions := definedAPIVersions(res.Set.Objects)
+	apiVersions := r.clusterAPIVersions(ctx, t, res)
 	out := *res
 	out.Set = manifest.Set{Objects: make([]*unstructured.Unstructured, 0, len(res.Set.Objects))}
 	out.Files = slices.Clone(res.Files)
@@ -99,6 +101,7 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 		return nil, nil, err
 	}
 	rendered, err := helm.Render(ctx, rel, fetched, values, helm.RenderOptions{
+		KubeVersion: t.KubeVersion,
 		APIVersions: apiVersions,
 		Charts:      r.loaded,
 		ValuesRoot:  valuesRoot,
@@ -198,21 +201,16 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 			if repo == nil {
 				return helm.ChartSource{}, "", fmt.Errorf("chart %s: source %s is not in the renders of its cluster", c.Chart, id)
 			}
-			url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
-			typ, _, _ := unstructured.NestedString(repo.Object, "spec", "type")
-			insecure, _, _ := unstructured.NestedBool(repo.Object, "spec", "insecure")
-			if url == "" {
-				return helm.ChartSource{}, "", fmt.Errorf("chart %s: source %s has no spec.url", c.Chart, id)
-			}
-			kind := helm.HTTPRepository
-			if typ == "oci" {
-				kind = helm.OCIRepository
-			}
-			creds, err := r.sourceCredentials(ctx, t, res, repo, id)
+			src, err := r.remoteSource(ctx, t, res, repo, id)
 			if err != nil {
 				return helm.ChartSource{}, "", fmt.Errorf("chart %s: %w", c.Chart, err)
 			}
-			return helm.ChartSource{Kind: kind, URL: url, Chart: c.Chart, Version: c.Version, Insecure: insecure, Credentials: creds}, "", nil
+			src.Kind = helm.HTTPRepository
+			if typ, _, _ := unstructured.NestedString(repo.Object, "spec", "type"); typ == "oci" {
+				src.Kind = helm.OCIRepository
+			}
+			src.Chart, src.Version = c.Chart, c.Version
+			return src, "", nil
 		case "GitRepository":
 			dir, reason := r.sourceDir(ref.Kind, ref.Namespace, ref.Name, r.self)
 			if reason != "" {
@@ -233,16 +231,11 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 	if repo == nil {
 		return helm.ChartSource{}, "", fmt.Errorf("spec.chartRef %s is not in the renders of its cluster", id)
 	}
-	url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
-	if url == "" {
-		return helm.ChartSource{}, "", fmt.Errorf("spec.chartRef %s has no spec.url", id)
-	}
-	insecure, _, _ := unstructured.NestedBool(repo.Object, "spec", "insecure")
-	creds, err := r.sourceCredentials(ctx, t, res, repo, id)
+	src, err := r.remoteSource(ctx, t, res, repo, id)
 	if err != nil {
 		return helm.ChartSource{}, "", fmt.Errorf("spec.chartRef: %w", err)
 	}
-	src := helm.ChartSource{Kind: helm.OCIRepository, URL: url, Insecure: insecure, Credentials: creds}
+	src.Kind = helm.OCIRepository
 	want, _, _ := unstructured.NestedStringMap(repo.Object, "spec", "ref")
 	// OCIRepository's precedence: digest, then semver, then tag ("latest"
 	// when none is given).
@@ -259,21 +252,73 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 	return src, "", nil
 }
 
-// sourceCredentials are the basic credentials of a HelmRepository or
-// OCIRepository's spec.secretRef: the username and password keys of that
-// Secret in the source's namespace, found (decrypted) among the cluster's
-// renders; nil without a secretRef. Errors name the Secret and the
-// source, never a value.
-func (r *Repo) sourceCredentials(ctx context.Context, t *Target, res *render.Result, source *unstructured.Unstructured, id string) (*helm.Credentials, error) {
+// remoteSource is what a HelmRepository or OCIRepository object gives
+// every chart it serves: its URL, whether plain HTTP is allowed (its
+// spec.insecure, or a host named in render.Options.InsecureHosts) and its
+// credentials (sourceCredentials).
+func (r *Repo) remoteSource(ctx context.Context, t *Target, res *render.Result, source *unstructured.Unstructured, id string) (helm.ChartSource, error) {
+	src := helm.ChartSource{}
+	src.URL, _, _ = unstructured.NestedString(source.Object, "spec", "url")
+	if src.URL == "" {
+		return src, fmt.Errorf("source %s has no spec.url", id)
+	}
+	u, err := url.Parse(src.URL)
+	if err != nil || u.Host == "" {
+		return src, fmt.Errorf("source %s: spec.url %q is not a URL with a host", id, src.URL)
+	}
+	src.Insecure, _, _ = unstructured.NestedBool(source.Object, "spec", "insecure")
+	src.Insecure = src.Insecure || slices.Contains(r.opts.InsecureHosts, u.Host)
+	src.Credentials, err = r.sourceCredentials(ctx, t, res, source, id, u.Host)
+	return src, err
+}
+
+// sourceCredentials are the basic credentials of a chart source at host,
+// the first found of:
+//   - the Secret its spec.secretRef names, in the source's namespace,
+//     found (decrypted) among the cluster's renders: its username and
+//     password keys;
+//   - the variables standing for that secretRef,
+//     FERRY_SECRET_<NAME>_USERNAME and _PASSWORD;
+//   - the host's, FERRY_REGISTRY_<HOST>_USERNAME and _PASSWORD, or its
+//     entry in the Docker config.json;
+//
+// as ferry bump finds an ImageRepository's. Nil (anonymous) when the
+// source names no secretRef and the host has none; an error when it
+// names one and none is found. Errors name the Secret and the source,
+// never a value.
+func (r *Repo) sourceCredentials(ctx context.Context, t *Target, res *render.Result, source *unstructured.Unstructured, id, host string) (*helm.Credentials, error) {
 	name, _, _ := unstructured.NestedString(source.Object, "spec", "secretRef", "name")
-	if name == "" {
-		return nil, nil
-	}
 	secretID := "Secret/" + source.GetNamespace() + "/" + name
-	s := r.clusterObject(ctx, t, res, "", "Secret", source.GetNamespace(), name)
-	if s == nil {
-		return nil, fmt.Errorf("source %s: its secretRef %s is not in the renders of its cluster", id, secretID)
+	if name != "" {
+		if s := r.clusterObject(ctx, t, res, "", "Secret", source.GetNamespace(), name); s != nil {
+			return secretCredentials(s, id, secretID)
+		}
 	}
+	env := r.opts.ChartCredentials
+	if env != nil && name != "" {
+		if b, ok := env.Secret(name); ok {
+			return &helm.Credentials{Username: b.Username, Password: b.Password}, nil
+		}
+	}
+	if env != nil {
+		b, ok, err := env.Registry(host)
+		if err != nil {
+			return nil, fmt.Errorf("source %s: credentials of %s: %w", id, host, err)
+		}
+		if ok {
+			return &helm.Credentials{Username: b.Username, Password: b.Password}, nil
+		}
+	}
+	if name != "" {
+		return nil, fmt.Errorf("source %s: its secretRef %s is not in the renders of its cluster, and neither %s_USERNAME nor credentials of %s are in the environment",
+			id, secretID, images.SecretEnv(name), host)
+	}
+	return nil, nil
+}
+
+// secretCredentials reads the username and password keys of a Secret
+// (data or stringData).
+func secretCredentials(s *unstructured.Unstructured, id, secretID string) (*helm.Credentials, error) {
 	data := map[string]string{}
 	encoded, _, _ := unstructured.NestedStringMap(s.Object, "data")
 	for k, v := range encoded {
@@ -351,6 +396,28 @@ func hook(u *unstructured.Unstructured, phase string) *unstructured.Unstructured
 	a[HelmHookAnnotation] = phase
 	u.SetAnnotations(a)
 	return u
+}
+
+// clusterAPIVersions are the API versions t's charts see beside
+// Kubernetes' own: those declared for its cluster in ferry.yaml, and
+// those of the CRDs the cluster's renders define (its root, t's own build
+// res, and the builds of its other targets), so a chart renders the same
+// whichever of the cluster's targets holds its CRDs and whichever
+// targets a run renders.
+func (r *Repo) clusterAPIVersions(ctx context.Context, t *Target, res *render.Result) []string {
+	out := slices.Clone(t.APIVersions)
+	out = append(out, r.rootAPIs[t.Cluster]...)
+	out = append(out, definedAPIVersions(res.Set.Objects)...)
+	for _, other := range r.Targets {
+		if other == t || other.Cluster != t.Cluster || r.busy[other] {
+			continue
+		}
+		if b, err := r.build(ctx, other); err == nil {
+			out = append(out, definedAPIVersions(b.Set.Objects)...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // definedAPIVersions are the group/versions and group/version/Kinds of

@@ -321,7 +321,7 @@ func TestRenderHelmReleaseLeftToController(t *testing.T) {
 func TestHelmReleasesSettingIsChecked(t *testing.T) {
 	t.Parallel()
 	_, err := config.ParseFile([]byte("clusters:\n  prod:\n    helmReleases: helm\n"))
-	wantError(t, err, `cluster "prod": helmReleases "helm" is not render or controller`)
+	wantError(t, err, `cluster "prod": helmReleases: "helm" is not render or controller`)
 }
 
 // A HelmRelease that cannot be rendered fails its target's render, naming

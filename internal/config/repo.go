@@ -44,6 +44,11 @@ type Target struct {
 	// (also when empty) expands the HelmReleases of the target's render
 	// into their charts' objects; HelmController leaves them as objects.
 	HelmReleases HelmMode
+	// KubeVersion and APIVersions are the capabilities declared for the
+	// cluster in ferry.yaml (see ClusterConfig), which its HelmReleases
+	// are rendered with.
+	KubeVersion string
+	APIVersions []string
 	// Origin says where the target was declared: ferry.yaml:LINE, a file
 	// and line, or the render it was found in.
 	Origin string
@@ -100,6 +105,7 @@ type Repo struct {
 	artifacts map[string]*generatedArtifact                       // ExternalArtifacts by namespace/name
 	rootVars  map[string]map[objectKey]*unstructured.Unstructured // by cluster: substituteFrom sources its root renders
 	rootObjs  map[string][]*unstructured.Unstructured             // by cluster: Flux sources its root renders
+	rootAPIs  map[string][]string                                 // by cluster: API versions of the CRDs its root renders
 	results   map[*Target]*render.Result                          // builds, HelmReleases not expanded
 	errs      map[*Target]error
 	busy      map[*Target]bool
@@ -122,6 +128,9 @@ func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := HelmMode(opts.HelmReleases).Check(); err != nil {
+		return nil, fmt.Errorf("helmReleases: %w", err)
+	}
 	r := &Repo{
 		Root:      abs,
 		File:      f,
@@ -131,6 +140,7 @@ func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) 
 		self:      map[string]bool{"flux-system": true},
 		rootVars:  map[string]map[objectKey]*unstructured.Unstructured{},
 		rootObjs:  map[string][]*unstructured.Unstructured{},
+		rootAPIs:  map[string][]string{},
 		results:   map[*Target]*render.Result{},
 		errs:      map[*Target]error{},
 		busy:      map[*Target]bool{},
@@ -143,6 +153,11 @@ func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) 
 		}
 	} else if err := r.discover(ctx); err != nil {
 		return nil, err
+	}
+	if opts.HelmReleases != "" {
+		for _, t := range r.Targets {
+			t.HelmReleases = HelmMode(opts.HelmReleases)
+		}
 	}
 	r.resolveDependencies()
 	return r, nil
@@ -204,6 +219,7 @@ func (t *Target) useCluster(c ClusterConfig) {
 		t.Context = c.Context
 	}
 	t.HelmReleases = c.HelmReleases
+	t.KubeVersion, t.APIVersions = c.KubeVersion, c.APIVersions
 }
 
 // Spec is what render.Build needs to render the target.

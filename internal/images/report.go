@@ -58,18 +58,9 @@ func SelectPolicies(all []*Policy, names []string) ([]*Policy, error) {
 // too, for the caller to mask.
 func CredentialsFromEnv(getenv func(string) string, ps []*Policy) (Credentials, []string, error) {
 	var c Credentials
-	path := ""
-	if dir := getenv("DOCKER_CONFIG"); dir != "" {
-		path = filepath.Join(dir, "config.json")
-	} else if home := getenv("HOME"); home != "" {
-		path = filepath.Join(home, ".docker", "config.json")
-	}
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return c, nil, fmt.Errorf("docker config: %w", err)
-		}
-		c.DockerConfig = data
+	var err error
+	if c.DockerConfig, err = readDockerConfig(getenv); err != nil {
+		return c, nil, err
 	}
 	var secrets []string
 	basic := func(prefix string) (Basic, bool) {
@@ -99,6 +90,25 @@ func CredentialsFromEnv(getenv func(string) string, ps []*Policy) (Credentials, 
 		}
 	}
 	return c, secrets, nil
+}
+
+// readDockerConfig reads config.json in $DOCKER_CONFIG, else in
+// ~/.docker; nil when there is none.
+func readDockerConfig(getenv func(string) string) ([]byte, error) {
+	path := ""
+	if dir := getenv("DOCKER_CONFIG"); dir != "" {
+		path = filepath.Join(dir, "config.json")
+	} else if home := getenv("HOME"); home != "" {
+		path = filepath.Join(home, ".docker", "config.json")
+	}
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("docker config: %w", err)
+	}
+	return data, nil
 }
 
 // WriteReport writes, per scanned policy, the tag it selected and the

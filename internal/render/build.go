@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/kustomize/api/konfig"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
@@ -40,6 +41,16 @@ type Options struct {
 	// repository indexes) across runs, by digest; empty keeps them in
 	// memory for one run. Read by config, which renders HelmReleases.
 	HelmCacheDir string
+	// HelmReleases, when set, overrides the helmReleases setting of every
+	// cluster in ferry.yaml: "render" or "controller". Read by config.
+	HelmReleases string
+	// ChartCredentials are the credentials of chart sources found
+	// outside the renders (FERRY_SECRET_<NAME>_*, FERRY_REGISTRY_<HOST>_*,
+	// the Docker config); nil looks for none. Read by config.
+	ChartCredentials *images.EnvCredentials
+	// InsecureHosts are chart repository and registry hosts reached over
+	// plain HTTP, named on purpose. Read by config.
+	InsecureHosts []string
 }
 
 // Lookup finds a ConfigMap or Secret that the repository renders, for

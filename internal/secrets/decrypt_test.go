@@ -219,3 +219,27 @@ func TestMasker(t *testing.T) {
 		t.Errorf("Mask = %q, want %q", got, want)
 	}
 }
+
+// Values given to Add are masked as decrypted ones are, from the moment
+// they are added, beside the decryptors' values.
+func TestMaskerAdd(t *testing.T) {
+	key := secretstest.NewKey(t)
+	d := decryptor(t, key)
+	m := secrets.NewMasker()
+	m.Watch(d)
+	msg := "login hunter2-registry failed; value correct-horse-battery-staple"
+	if got := m.Mask(msg); got != msg {
+		t.Fatalf("masked before anything was added: %q", got)
+	}
+	m.Add("hunter2-registry", "")
+	if got, want := m.Mask(msg), "login *** failed; value correct-horse-battery-staple"; got != want {
+		t.Errorf("after Add: Mask = %q, want %q", got, want)
+	}
+	enc := secretstest.Encrypt(t, "s.yaml", []byte(secretYAML), "^(data|stringData)$", key.Recipient)
+	if _, err := d.Decrypt("s.yaml", enc); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.Mask(msg), "login *** failed; value ***"; got != want {
+		t.Errorf("after a decryption: Mask = %q, want %q", got, want)
+	}
+}

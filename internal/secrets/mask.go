@@ -35,6 +35,9 @@ const hidden = "***"
 type Masker struct {
 	mu   sync.Mutex
 	from []*Decryptor
+	// given holds the values handed to Add, as a decryptor that decrypts
+	// nothing.
+	given *Decryptor
 	// built is how many values mt was built from; decryptors only add
 	// values, so another count means mt is stale.
 	built int
@@ -49,6 +52,24 @@ func (m *Masker) Watch(d *Decryptor) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.from = append(m.from, d)
+}
+
+// Add has the masker hide values ferry read from elsewhere than a SOPS
+// file: a registry password from the environment, say.
+func (m *Masker) Add(values ...string) {
+	m.mu.Lock()
+	if m.given == nil {
+		m.given = NewDecryptor(nil)
+		m.from = append(m.from, m.given)
+	}
+	m.mu.Unlock()
+	m.given.mu.Lock()
+	defer m.given.mu.Unlock()
+	for _, v := range values {
+		if v != "" {
+			m.given.values[v] = struct{}{}
+		}
+	}
 }
 
 // Values returns every value the masker hides, longest first.
