@@ -13,8 +13,9 @@
 # resolves); helm templates the .tgz files `helm pull` fetched once, with
 # no network at all. Cold: ferry with an empty --cache-dir (each chart
 # fetched once per run), against helm templating straight from oci://
-# with an empty --content-cache at the start of each round (helm's
-# content cache then holds each chart after its first release).
+# with an empty --content-cache at the start of each round (helm v4.3.2
+# still pulls the chart for every release: its content cache does not
+# spare the download, as the registry's access log shows).
 #
 # Before timing, both sides' objects of the charts (those labelled
 # app.kubernetes.io/managed-by: Helm) are listed by kind, namespace and
