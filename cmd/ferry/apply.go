@@ -10,8 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/kube"
+	"github.com/ferry-ci/ferry/internal/render"
 )
 
 type applyOptions struct {
@@ -89,7 +91,7 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	if _, err := io.WriteString(e.stdout, e.masker.Mask(out.String())); err != nil {
 		return err
 	}
-	e.output("applied", strconv.Itoa(kube.CountAll(sets, kube.Created, kube.Configured)))
+	e.output("applied", strconv.Itoa(kube.CountAll(sets, kube.Created, kube.Configured, kube.Replaced)))
 	e.output("pruned", strconv.Itoa(kube.CountAll(sets, kube.Pruned)))
 	e.summary(kube.MarkdownChangeSets(sets))
 	return applyErr
@@ -140,6 +142,7 @@ func (o *applyOptions) fleet(ctx context.Context, e *env, repo *config.Repo, tar
 	if len(clientErrs) > 0 {
 		return nil, false, errors.Join(clientErrs...)
 	}
+	o.checkKubeVersions(e, targets, clients, results)
 	revision, isAncestor := checkedOut(e, repo.Root, o.revision)
 	fleet := make([]kube.FleetTarget, len(targets))
 	for i, t := range targets {
@@ -149,4 +152,40 @@ func (o *applyOptions) fleet(ctx context.Context, e *env, repo *config.Repo, tar
 		fleet[i] = kube.FleetTarget{Name: t.Name, Cluster: t.Cluster, DependsOn: t.DependsOn, Client: clients[i], Objects: results[i].Set.Objects, Options: opts}
 	}
 	return fleet, preflight, nil
+}
+
+// checkKubeVersions warns, once per cluster, when the Kubernetes version
+// a cluster serves differs in major or minor from the one its targets'
+// HelmReleases were rendered for: a chart may render otherwise for it,
+// and the PR's diff showed the render, not what the cluster would get.
+func (o *applyOptions) checkKubeVersions(e *env, targets []*config.Target, clients []*kube.Client, results []*render.Result) {
+	checked := map[*kube.Client]bool{}
+	for i, t := range targets {
+		want, ok := t.ChartKubeVersion(results[i])
+		if !ok || checked[clients[i]] {
+			continue
+		}
+		checked[clients[i]] = true
+		live, err := clients[i].ServerVersion()
+		if err != nil {
+			continue // the apply reports an unreachable cluster itself
+		}
+		if majorMinor(live) != majorMinor(want) {
+			msg := fmt.Sprintf("cluster %s serves Kubernetes %s, and the HelmReleases of target %q were rendered for %s: declare the cluster's kubeVersion in ferry.yaml so diffs render what applies", clients[i].Host, live, t.Name, want)
+			fmt.Fprintln(e.stderr, "ferry: warning: "+msg)
+			if e.gha != nil {
+				_ = e.gha.Warning(msg, actions.Annotation{Title: "Kubernetes version"})
+			}
+		}
+	}
+}
+
+// majorMinor is "1.33" of "v1.33.1" (or of "1.33"); the text itself when
+// it is not such a version.
+func majorMinor(v string) string {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return parts[0] + "." + strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' })
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/forge"
+	"github.com/ferry-ci/ferry/internal/helm"
+	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
@@ -71,7 +73,15 @@ func (e *env) hasAgeKey() bool {
 // decrypted with the age identities of the environment (see decryptor),
 // unless noDecrypt.
 func (e *env) renderOptions(r repoFlags, noDecrypt bool) (render.Options, error) {
-	opts := render.Options{NoDecrypt: noDecrypt, AllowRemoteBases: r.allowRemoteBases}
+	opts := render.Options{
+		NoDecrypt:        noDecrypt,
+		AllowRemoteBases: r.allowRemoteBases,
+		HelmReleases:     r.helmReleases.String(),
+		HelmSources:      helm.NewSources(helm.SourcesOptions{CacheDir: r.chartCacheDir(e.getenv)}),
+		HelmLoaded:       helm.NewLoadedCharts(),
+		InsecureHosts:    r.insecure,
+		ChartCredentials: images.NewEnvCredentials(e.secretEnv),
+	}
 	if !opts.NoDecrypt {
 		d, err := e.decryptor()
 		if err != nil {
@@ -80,6 +90,19 @@ func (e *env) renderOptions(r repoFlags, noDecrypt bool) (render.Options, error)
 		opts.Decryptor = d
 	}
 	return opts, nil
+}
+
+// secretEnv is getenv for variables that may hold credentials: what
+// it returns of a *_PASSWORD variable is masked from then on.
+func (e *env) secretEnv(key string) string {
+	v := e.getenv(key)
+	if strings.HasSuffix(key, "_PASSWORD") {
+		e.masker.Add(v)
+		if e.gha != nil {
+			_ = e.gha.Mask(v) // best effort: the masker above keeps the value out of what ferry prints
+		}
+	}
+	return v
 }
 
 // loadRepo loads the repository the flags name, rendering with

@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ferry-ci/ferry/internal/config"
 )
 
 // choiceValue is a flag that takes one of a few values (--format,
@@ -45,9 +48,34 @@ func orList(xs []string) string {
 type repoFlags struct {
 	dir              string
 	allowRemoteBases bool
+	// The rendering of Flux HelmReleases.
+	helmReleases *choiceValue
+	cacheDir     string
+	insecure     []string
 }
 
 func (r *repoFlags) register(f *pflag.FlagSet, help string) {
 	f.StringVar(&r.dir, "repo", ".", help)
 	f.BoolVar(&r.allowRemoteBases, "allow-remote-bases", false, "let kustomizations fetch remote bases and resources")
+	r.helmReleases = &choiceValue{allowed: []string{string(config.HelmRender), string(config.HelmController)}}
+	f.Var(r.helmReleases, "helm-releases", "who installs Flux HelmReleases, for every cluster: render (ferry renders their charts) or controller (a helm-controller in the cluster); default: each cluster's helmReleases in ferry.yaml, else render")
+	f.StringVar(&r.cacheDir, "cache-dir", "", "folder keeping fetched Helm charts across runs (default $RUNNER_TOOL_CACHE/ferry/charts, else the user cache folder's ferry/charts)")
+	f.StringSliceVar(&r.insecure, "insecure-registry", nil, "chart repository or registry `HOST` reached over plain HTTP (repeatable)")
+}
+
+// chartCacheDir is --cache-dir, else ferry/charts under the runner's
+// tool cache (which actions/cache can keep), else under the user cache
+// folder ($XDG_CACHE_HOME, else ~/.cache); "" when there is none.
+func (r *repoFlags) chartCacheDir(getenv func(string) string) string {
+	switch {
+	case r.cacheDir != "":
+		return r.cacheDir
+	case getenv("RUNNER_TOOL_CACHE") != "":
+		return filepath.Join(getenv("RUNNER_TOOL_CACHE"), "ferry", "charts")
+	case getenv("XDG_CACHE_HOME") != "":
+		return filepath.Join(getenv("XDG_CACHE_HOME"), "ferry", "charts")
+	case getenv("HOME") != "":
+		return filepath.Join(getenv("HOME"), ".cache", "ferry", "charts")
+	}
+	return ""
 }

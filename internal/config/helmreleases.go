@@ -23,13 +23,14 @@ import (
 )
 
 // HelmHookAnnotation marks the hook objects of a rendered HelmRelease
-// with their phase, HookPre or HookPost.
-const HelmHookAnnotation = "ferry.dev/helm-hook"
+// with their phase, HookPre or HookPost; kube.Client.Apply applies them
+// in waves of their own (manifest.Wave).
+const HelmHookAnnotation = manifest.HelmHookAnnotation
 
 // The values of HelmHookAnnotation.
 const (
-	HookPre  = "pre"
-	HookPost = "post"
+	HookPre  = manifest.HookPre
+	HookPost = manifest.HookPost
 )
 
 // expandReleases returns the build res of t with each Flux HelmRelease in
@@ -67,10 +68,10 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 // fetched from its source (found among the cluster's renders), its
 // values composed with valuesFrom looked up there too.
 //
-// Hooks are placed for now as a plain sequence, the pre hooks before the
-// chart's objects and the post hooks after them, each annotated with
-// HelmHookAnnotation; applying them in waves of their own (and honouring
-// hook-delete-policy) is still to come.
+// The pre hooks come before the chart's objects and the post hooks after
+// them, each annotated with HelmHookAnnotation, which puts them in apply
+// waves of their own; their helm.sh/hook-weight and
+// helm.sh/hook-delete-policy annotations are kept for the apply.
 //
 // It also returns the files of a chart folder of this repository
 // (relative to it), which the render read.
@@ -124,6 +125,17 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 		}
 	}
 	return objs, files, nil
+}
+
+// ChartKubeVersion is the Kubernetes version t's HelmReleases are
+// rendered for (its cluster's kubeVersion in ferry.yaml, else
+// helm.DefaultKubeVersion), and whether its render (res) expanded any.
+func (t *Target) ChartKubeVersion(res *render.Result) (string, bool) {
+	v := t.KubeVersion
+	if v == "" {
+		v = helm.DefaultKubeVersion
+	}
+	return v, t.HelmReleases != HelmController && slices.ContainsFunc(res.Set.Objects, helm.IsRelease)
 }
 
 // folderFiles lists the regular files under dir relative to the
@@ -426,7 +438,7 @@ func (r *Repo) clusterAPIVersions(ctx context.Context, t *Target, res *render.Re
 func definedAPIVersions(objs []*unstructured.Unstructured) []string {
 	var out []string
 	for _, o := range objs {
-		if !isCRD(o) {
+		if !manifest.IsCRD(o) {
 			continue
 		}
 		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
@@ -445,18 +457,13 @@ func definedAPIVersions(objs []*unstructured.Unstructured) []string {
 	return slices.Compact(out)
 }
 
-func isCRD(u *unstructured.Unstructured) bool {
-	gvk := u.GroupVersionKind()
-	return gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition"
-}
-
 // crdScopes maps group/Kind to the scope (Namespaced or Cluster) of each
 // CRD among the object lists.
 func crdScopes(lists ...[]*unstructured.Unstructured) map[string]string {
 	m := map[string]string{}
 	for _, objs := range lists {
 		for _, o := range objs {
-			if !isCRD(o) {
+			if !manifest.IsCRD(o) {
 				continue
 			}
 			group, _, _ := unstructured.NestedString(o.Object, "spec", "group")

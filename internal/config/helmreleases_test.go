@@ -26,8 +26,8 @@ import (
 )
 
 // webChart is a small chart: a Deployment, a ConfigMap of its values, a
-// cluster-scoped ClusterRole, a pre-install hook Job and a post-install
-// hook ConfigMap.
+// cluster-scoped ClusterRole, a pre-install hook Job, a post-install
+// hook ConfigMap, and a test hook Pod that is never part of the target.
 func webChart(prefix string) map[string]string {
 	return map[string]string{
 		prefix + "Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.0.0\n",
@@ -77,6 +77,15 @@ kind: ConfigMap
 metadata:
   name: {{ .Release.Name }}-done
   annotations: {helm.sh/hook: post-install}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {{ .Release.Name }}-test
+  annotations: {helm.sh/hook: test}
+spec:
+  restartPolicy: Never
+  containers: [{name: test, image: "busybox:1.36"}]
 `,
 	}
 }

@@ -135,8 +135,8 @@ func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) 
 		Root:      abs,
 		File:      f,
 		opts:      opts,
-		Charts:    helm.NewSources(helm.SourcesOptions{CacheDir: opts.HelmCacheDir}),
-		loaded:    helm.NewLoadedCharts(),
+		Charts:    opts.HelmSources,
+		loaded:    opts.HelmLoaded,
 		self:      map[string]bool{"flux-system": true},
 		rootVars:  map[string]map[objectKey]*unstructured.Unstructured{},
 		rootObjs:  map[string][]*unstructured.Unstructured{},
@@ -146,6 +146,12 @@ func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) 
 		busy:      map[*Target]bool{},
 		expanded:  map[*Target]*render.Result{},
 		expandErr: map[*Target]error{},
+	}
+	if r.Charts == nil {
+		r.Charts = helm.NewSources(helm.SourcesOptions{CacheDir: opts.HelmCacheDir})
+	}
+	if r.loaded == nil {
+		r.loaded = helm.NewLoadedCharts()
 	}
 	if f != nil && len(f.Targets) > 0 {
 		if err := r.fromFile(); err != nil {

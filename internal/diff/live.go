@@ -24,6 +24,8 @@ func Live(cmp *kube.Comparison, prune bool, mask *secrets.Masker) []Object {
 		case lo.Err != nil:
 			o.Action = Changed
 			o.Warnings = []string{"cannot be compared: " + mask.Mask(lo.Err.Error())}
+		case lo.Live == nil && lo.Unchanged:
+			o.Action = Unchanged // a Helm hook that ran and was deleted by its policy
 		case lo.Live == nil:
 			o.Action = Added
 			o.Diff = Unified("", text(normalized(lo.Desired), mask))

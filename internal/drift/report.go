@@ -241,6 +241,10 @@ func classify(lo *kube.LiveObject, inv *kube.Inventory, behind bool, mask *secre
 	switch {
 	case lo.Live == nil && lo.Err != nil:
 		o.Class, o.Reason = Unknown, "cannot be read: "+lo.Err.Error()
+	case lo.Live == nil && lo.Unchanged:
+		return o, false // a Helm hook that ran and was deleted by its policy
+	case lo.Live == nil && lo.HookDeleted:
+		o.Class, o.Reason = Pending, "Helm hook changed in Git since it last ran (deleted by its hook-delete-policy since)"
 	case lo.Live == nil && (lo.Recorded || (inv.Exists && !behind)):
 		o.Class, o.Reason = Missing, "deleted from the cluster"
 	case lo.Live == nil:

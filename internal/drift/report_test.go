@@ -198,6 +198,16 @@ func TestClassify(t *testing.T) {
 		{"deleted", func() *kube.LiveObject {
 			return recorded(t, webDesired, "", "")
 		}, revA, &Object{Object: web, Class: Missing, Reason: "deleted from the cluster"}},
+		{"a Helm hook deleted by its policy after it ran is not missing", func() *kube.LiveObject {
+			lo := recorded(t, webDesired, "", "")
+			lo.HookDeleted, lo.Unchanged = true, true
+			return lo
+		}, revA, nil},
+		{"a Helm hook deleted by its policy, changed in Git since: pending", func() *kube.LiveObject {
+			lo := recorded(t, webDesired, "", "")
+			lo.HookDeleted, lo.ConfigChanged = true, true
+			return lo
+		}, revA, &Object{Object: web, Class: Pending, Reason: "Helm hook changed in Git since it last ran (deleted by its hook-delete-policy since)"}},
 		{"new in Git, not applied yet", func() *kube.LiveObject {
 			lo := recorded(t, webDesired, "", "")
 			lo.Recorded, lo.Member, lo.ConfigChanged = false, false, true

@@ -103,6 +103,8 @@ type object struct {
 	id      manifest.ID
 	key     string
 	wave    int
+	hook    hook              // a Helm hook's phase, weight, delete policies
+	replace bool              // a live hook that before-hook-creation replaces
 	mapping *meta.RESTMapping // nil until its CRD is established
 	config  string            // hash of the applied configuration
 	live    *unstructured.Unstructured
@@ -110,10 +112,22 @@ type object struct {
 }
 
 // Apply server-side applies objs as one target: everything is mapped and
-// dry-run before the first write; then waves (CRDs, Namespaces, other
-// cluster-scoped objects, namespaced objects) are applied concurrently
-// within each wave; then, when asked, it waits for health and prunes what
-// the inventory has and the render no longer does.
+// dry-run before the first write; then the waves of manifest.Wave (CRDs,
+// Namespaces, Helm pre hooks, other cluster-scoped objects, namespaced
+// objects) are applied, concurrently within each wave; then, when asked,
+// it waits for health; then the Helm post hooks are applied; then it
+// prunes what the inventory has and the render no longer does. The first
+// wave that fails stops the run: the waves after it are not applied.
+//
+// Hooks (objects annotated manifest.HelmHookAnnotation) are applied in
+// steps by helm.sh/hook-weight, lowest first. With Wait, each step is
+// awaited (kstatus Current: a Job completed) before the next, and a hook
+// that fails fails the target at once. Their helm.sh/hook-delete-policy
+// is honoured: before-hook-creation (the default) deletes a live hook
+// that is to be applied again and creates it anew; with Wait,
+// hook-succeeded and hook-failed delete it after it ran. Without Wait,
+// hooks are applied in order but not awaited, and only
+// before-hook-creation applies.
 func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) (cs *ChangeSet, err error) {
 	opts = withDefaults(opts)
 	cs = &ChangeSet{Target: opts.Target, Revision: opts.Revision, DryRun: opts.DryRun}
@@ -178,11 +192,14 @@ func (c *Client) carryOut(ctx context.Context, plan *targetPlan, verified bool, 
 	}
 	if opts.DryRun {
 		for _, o := range toApply {
-			a := Configured
-			if o.live == nil {
-				a = Created
+			ch := Change{Object: o.id, Action: Configured}
+			switch {
+			case o.replace:
+				ch.Action, ch.Reason = Replaced, "hook-delete-policy "+HookBeforeCreation
+			case o.live == nil:
+				ch.Action = Created
 			}
-			cs.Changes = append(cs.Changes, Change{Object: o.id, Action: a})
+			cs.Changes = append(cs.Changes, ch)
 		}
 		cs.Changes = append(cs.Changes, pruneChanges(prune, kept, opts)...)
 		sortChanges(cs.Changes)
@@ -203,15 +220,16 @@ func (c *Client) carryOut(ctx context.Context, plan *targetPlan, verified bool, 
 	for _, o := range unchanged {
 		records[o.key] = inv.Records[o.key]
 	}
-	applyErr := c.applyWaves(ctx, toApply, desired, opts, cs, records)
+	applyErr := c.applyWaves(ctx, toApply, opts, cs, records, manifest.WaveCRDs, manifest.WaveNamespaced)
+	if applyErr == nil && opts.Wait {
+		cs.NotReady, applyErr = c.wait(ctx, desired, opts.Timeout)
+	}
+	if applyErr == nil {
+		applyErr = c.applyWaves(ctx, toApply, opts, cs, records, manifest.WavePostHooks, manifest.WavePostHooks)
+	}
 
 	final := super
 	final.Records = records
-	if applyErr == nil {
-		if opts.Wait {
-			cs.NotReady, applyErr = c.wait(ctx, desired, opts.Timeout)
-		}
-	}
 	if applyErr == nil && opts.Prune {
 		applyErr = c.prune(ctx, prune, cs, opts.Concurrency)
 	}
@@ -271,6 +289,7 @@ func (c *Client) readState(ctx context.Context, objs []*unstructured.Unstructure
 	}
 	for _, o := range st.desired {
 		o.live = live[o.key]
+		o.replace = o.replaces()
 	}
 	if st.prune, st.kept, err = prunable(live, st.desired, opts); err != nil {
 		return nil, err
@@ -465,7 +484,7 @@ func (c *Client) prepare(objs []*unstructured.Unstructured, setID string, leaveO
 	for _, in := range objs {
 		u := in.DeepCopy()
 		gvk := u.GroupVersionKind()
-		o := &object{u: u, wave: manifest.Wave(u)}
+		o := &object{u: u, wave: manifest.Wave(u), hook: hookOf(u)}
 		mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		switch {
 		case err == nil:
@@ -531,7 +550,7 @@ func (c *Client) prepare(objs []*unstructured.Unstructured, setID string, leaveO
 func renderedCRDs(objs []*unstructured.Unstructured) map[schema.GroupKind]string {
 	out := map[schema.GroupKind]string{}
 	for _, o := range objs {
-		if manifest.Wave(o) != 0 {
+		if !manifest.IsCRD(o) {
 			continue
 		}
 		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
@@ -546,11 +565,16 @@ func renderedCRDs(objs []*unstructured.Unstructured) map[schema.GroupKind]string
 // same and whose fields ferry still owns exactly as it left them: applying
 // them again would change nothing, so they cost no request. Secrets with
 // stringData are always applied: their data can be edited without ferry's
-// fields (stringData) changing.
+// fields (stringData) changing. A hook that succeeded and was deleted by
+// its policy is unchanged while its configuration is: it ran already.
 func splitUnchanged(desired []*object, inv *Inventory) (toApply, unchanged []*object) {
 	for _, o := range desired {
 		rec, ok := inv.Records[o.key]
-		if ok && o.live != nil && rec.Config == o.config && rec.Fields == ownedFieldsHash(o.live) && !stringDataSecret(o.u) {
+		if ok && rec.Deleted && o.live == nil && rec.Config == o.config && o.hook.phase != "" {
+			unchanged = append(unchanged, o)
+			continue
+		}
+		if ok && !rec.Deleted && o.live != nil && rec.Config == o.config && rec.Fields == ownedFieldsHash(o.live) && !stringDataSecret(o.u) {
 			unchanged = append(unchanged, o)
 			continue
 		}
@@ -591,8 +615,8 @@ func (c *Client) preflight(ctx context.Context, toApply, desired []*object, opts
 		switch gvk := u.GroupVersionKind(); {
 		case gvk.Group == "" && gvk.Kind == "Namespace":
 			rendered[u.GetName()] = true
-		case manifest.Wave(u) == 0:
-			earlier = append(earlier, &object{u: u, id: manifest.IDOf(u), wave: 0})
+		case manifest.IsCRD(u):
+			earlier = append(earlier, &object{u: u, id: manifest.IDOf(u), wave: manifest.WaveCRDs})
 		}
 	}
 	var now []*object
@@ -645,7 +669,12 @@ func (c *Client) existingNamespaces(ctx context.Context, snap *snapshot) (map[st
 // failure, each naming its object.
 func (c *Client) dryRun(ctx context.Context, objs []*object, opts ApplyOptions) error {
 	return c.each(ctx, objs, opts.Concurrency, func(ctx context.Context, o *object) error {
-		_, err := c.patch(ctx, o, opts.ForceConflicts, true)
+		var err error
+		if o.replace {
+			err = c.dryRunReplace(ctx, o)
+		} else {
+			_, err = c.patch(ctx, o, opts.ForceConflicts, true)
+		}
 		o.checked = true
 		if err != nil {
 			return describe(o.id, err)
@@ -772,61 +801,93 @@ func summarize(errs []error, notStarted int, cause error, host string) error {
 	return errors.Join(listed...)
 }
 
-// applyWaves applies the objects that need it, wave by wave. A wave's
-// objects not yet dry-run (their Namespace or CRD came with this run) are
-// dry-run first, and a failure stops before the wave writes anything.
-func (c *Client) applyWaves(ctx context.Context, toApply, desired []*object, opts ApplyOptions, cs *ChangeSet, records map[string]Record) error {
-	var mu sync.Mutex
-	for wave := 0; wave <= 3; wave++ {
+// applyWaves applies the objects that need it, waves from to to, each
+// wave in steps (see steps: one for ordinary objects, by weight for
+// hooks). A step's objects not yet dry-run (their Namespace or CRD came
+// with this run) are dry-run first, and a failure stops before the step
+// writes anything. A step of CRDs is awaited until they are Established;
+// with Wait, a step of hooks until they ran (see finishHooks).
+func (c *Client) applyWaves(ctx context.Context, toApply []*object, opts ApplyOptions, cs *ChangeSet, records map[string]Record, from, to int) error {
+	for wave := from; wave <= to; wave++ {
 		var objs []*object
 		for _, o := range toApply {
 			if o.wave == wave {
 				objs = append(objs, o)
 			}
 		}
-		if wave > 0 {
-			if err := c.resolveDeferred(ctx, objs, opts.Timeout); err != nil {
+		for _, step := range steps(objs) {
+			if err := c.applyStep(ctx, step, opts, cs, records); err != nil {
 				return err
 			}
 		}
-		var unchecked []*object
-		for _, o := range objs {
-			if !o.checked {
-				unchecked = append(unchecked, o)
-			}
+	}
+	return nil
+}
+
+// applyStep applies objs concurrently: hooks that before-hook-creation
+// replaces are deleted first (and their deletion awaited).
+func (c *Client) applyStep(ctx context.Context, objs []*object, opts ApplyOptions, cs *ChangeSet, records map[string]Record) error {
+	if err := c.resolveDeferred(ctx, objs, opts.Timeout); err != nil {
+		return err
+	}
+	var unchecked, replace []*object
+	for _, o := range objs {
+		if !o.checked {
+			unchecked = append(unchecked, o)
 		}
-		if err := c.dryRun(ctx, unchecked, opts); err != nil {
-			return err
+		if o.replace {
+			replace = append(replace, o)
 		}
-		err := c.each(ctx, objs, opts.Concurrency, func(ctx context.Context, o *object) error {
-			res, err := c.patch(ctx, o, opts.ForceConflicts, false)
-			if err != nil {
-				return describe(o.id, err)
-			}
-			action := Configured
-			switch {
-			case o.live == nil:
-				action = Created
-			case res.GetResourceVersion() == o.live.GetResourceVersion():
-				action = Unchanged
-			}
-			mu.Lock()
-			cs.Changes = append(cs.Changes, Change{Object: o.id, Action: action})
-			records[o.key] = Record{Config: o.config, Fields: ownedFieldsHash(res)}
-			mu.Unlock()
-			return nil
-		})
+	}
+	if err := c.dryRun(ctx, unchecked, opts); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(opts.Timeout)
+	if err := c.each(ctx, replace, opts.Concurrency, func(ctx context.Context, o *object) error {
+		return c.deleteHook(ctx, o, string(o.live.GetUID()), deadline)
+	}); err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	err := c.each(ctx, objs, opts.Concurrency, func(ctx context.Context, o *object) error {
+		res, err := c.patch(ctx, o, opts.ForceConflicts, false)
 		if err != nil {
+			return describe(o.id, err)
+		}
+		change := Change{Object: o.id, Action: Configured}
+		switch {
+		case o.replace:
+			change.Action, change.Reason = Replaced, "hook-delete-policy "+HookBeforeCreation
+		case o.live == nil:
+			change.Action = Created
+		case res.GetResourceVersion() == o.live.GetResourceVersion():
+			change.Action = Unchanged
+		}
+		mu.Lock()
+		cs.Changes = append(cs.Changes, change)
+		records[o.key] = Record{Config: o.config, Fields: ownedFieldsHash(res)}
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var crds []*object
+	for _, o := range objs {
+		if manifest.IsCRD(o.u) {
+			crds = append(crds, o)
+		}
+	}
+	if len(crds) > 0 {
+		if err := c.waitEstablished(ctx, crds, opts.Timeout); err != nil {
 			return err
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if wave == 0 && len(objs) > 0 {
-			if err := c.waitEstablished(ctx, objs, opts.Timeout); err != nil {
-				return err
-			}
-		}
+	}
+	if opts.Wait && objs[0].hook.phase != "" {
+		return c.finishHooks(ctx, objs, opts, cs, records)
 	}
 	return nil
 }
@@ -890,7 +951,7 @@ func addGK(list []schema.GroupKind, gk schema.GroupKind) []schema.GroupKind {
 }
 
 func sortChanges(ch []Change) {
-	order := map[Action]int{Created: 0, Configured: 1, Unchanged: 2, Pruned: 3, Skipped: 4, Orphaned: 5}
+	order := map[Action]int{Created: 0, Configured: 1, Replaced: 2, Unchanged: 3, Deleted: 4, Pruned: 5, Skipped: 6, Orphaned: 7}
 	sort.SliceStable(ch, func(i, j int) bool {
 		if ch[i].Action != ch[j].Action {
 			return order[ch[i].Action] < order[ch[j].Action]

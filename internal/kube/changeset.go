@@ -19,6 +19,13 @@ const (
 	Skipped Action = "skipped"
 	// Orphaned: no longer rendered and left in place because pruning is off.
 	Orphaned Action = "orphaned"
+	// Replaced: a Helm hook deleted and created anew by its
+	// hook-delete-policy before-hook-creation (Reason says so).
+	Replaced Action = "replaced"
+	// Deleted: a Helm hook deleted after it ran, by its hook-delete-policy
+	// hook-succeeded or hook-failed (Reason says which). The same hook
+	// also has the Change of its apply (created, configured or replaced).
+	Deleted Action = "deleted"
 )
 
 // Change is one object's action.

@@ -127,3 +127,13 @@ func NewClientFromConfig(cfg *rest.Config, namespace string, qps float32, burst 
 		namespace: namespace,
 	}, nil
 }
+
+// ServerVersion is the Kubernetes version the cluster's API server
+// reports (v1.33.1).
+func (c *Client) ServerVersion() (string, error) {
+	v, err := c.clientset.Discovery().ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("cluster %s: %w", c.Host, err)
+	}
+	return v.GitVersion, nil
+}

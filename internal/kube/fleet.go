@@ -298,7 +298,7 @@ func runObjects(objs []*unstructured.Unstructured) []*unstructured.Unstructured 
 	var out []*unstructured.Unstructured
 	for _, u := range objs {
 		gvk := u.GroupVersionKind()
-		if gvk.Group == "" && gvk.Kind == "Namespace" || manifest.Wave(u) == 0 {
+		if gvk.Group == "" && gvk.Kind == "Namespace" || manifest.IsCRD(u) {
 			out = append(out, u)
 		}
 	}

@@ -68,6 +68,10 @@ type Record struct {
 	// Fields is the hash of the fields ferry's manager owned afterwards.
 	// If either changes, the object is applied again.
 	Fields string `json:"f"`
+	// Deleted: a hook that succeeded and was deleted by its
+	// hook-delete-policy (hook-succeeded). While its configuration stays
+	// Config, Apply leaves it deleted and drift does not call it missing.
+	Deleted bool `json:"d,omitempty"`
 }
 
 var nonName = regexp.MustCompile(`[^a-z0-9-]+`)

@@ -69,8 +69,15 @@ type LiveObject struct {
 	// live, a member, and neither its configuration nor ferry's fields
 	// changed. Never true for a Secret with stringData: the server records
 	// ownership of stringData, not of the data it becomes, so edits of
-	// the data leave ferry's fields as they were.
+	// the data leave ferry's fields as they were. Also true of a Helm hook
+	// that ran and was deleted by its hook-delete-policy (HookDeleted),
+	// not live, while its configuration is the one that ran: Apply would
+	// leave it deleted.
 	Unchanged bool
+	// HookDeleted: the object is a Helm hook that succeeded and that
+	// ferry then deleted by its hook-delete-policy (hook-succeeded), as
+	// the inventory records.
+	HookDeleted bool
 	// Err is why the object could not be read or dry-run (an API error
 	// about this object alone).
 	Err error
@@ -156,6 +163,7 @@ func (cmp *Comparison) pair(desired []*object, inv *Inventory, members map[strin
 		rec, ok := inv.Records[o.key]
 		lo.Recorded = ok
 		lo.ConfigChanged = !ok || rec.Config != o.config
+		lo.HookDeleted = ok && rec.Deleted && o.hook.phase != ""
 		if live := members[o.key]; live != nil {
 			lo.Live = live
 		} else if o.mapping != nil {
@@ -202,6 +210,7 @@ func assess(desired []*object, byObject map[*object]*LiveObject, inv *Inventory,
 			lo.Unchanged = lo.Member && lo.Recorded && !lo.ConfigChanged && !lo.FieldsChanged && !stringDataSecret(o.u)
 		} else {
 			lo.FieldsChanged = true
+			lo.Unchanged = lo.HookDeleted && !lo.ConfigChanged && lo.Err == nil
 		}
 		if o.mapping != nil && lo.Err == nil && (dryRunAll || (lo.Live != nil && !lo.Unchanged)) {
 			dry = append(dry, o)

@@ -136,7 +136,7 @@ func pruneChanges(prune, kept []*unstructured.Unstructured, opts ApplyOptions) [
 func (c *Client) prune(ctx context.Context, objs []*unstructured.Unstructured, cs *ChangeSet, concurrency int) error {
 	policy := metav1.DeletePropagationBackground
 	var mu sync.Mutex
-	for wave := 3; wave >= 0; wave-- {
+	for wave := manifest.Waves - 1; wave >= 0; wave-- {
 		var batch []*object
 		var errs []error
 		for _, u := range objs {

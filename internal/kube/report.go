@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/ferry-ci/ferry/internal/markdown"
@@ -52,7 +53,11 @@ func WriteChangeSets(w io.Writer, sets []*ChangeSet, format string) error {
 }
 
 // actions in the order reports list them.
-var actions = []Action{Created, Configured, Unchanged, Pruned, Skipped, Orphaned}
+var actions = []Action{Created, Configured, Replaced, Unchanged, Deleted, Pruned, Skipped, Orphaned}
+
+// hookActions are the actions only Helm hooks have: the markdown table
+// has their columns only when a change set has them.
+var hookActions = []Action{Replaced, Deleted}
 
 // Summary counts the changes by action ("2 created, 18 unchanged"), or
 // says "nothing to do".
@@ -85,7 +90,17 @@ func ShortRevision(r string) string {
 // targets, what failed or was not attempted, then each target's changes.
 func MarkdownChangeSets(sets []*ChangeSet) string {
 	var b strings.Builder
-	b.WriteString("### ferry apply\n\n| target | revision | created | configured | unchanged | pruned | skipped | orphaned |\n|---|---|---|---|---|---|---|---|\n")
+	var columns []Action
+	for _, a := range actions {
+		if !slices.Contains(hookActions, a) || slices.ContainsFunc(sets, func(cs *ChangeSet) bool { return cs.Count(a) > 0 }) {
+			columns = append(columns, a)
+		}
+	}
+	b.WriteString("### ferry apply\n\n| target | revision |")
+	for _, a := range columns {
+		fmt.Fprintf(&b, " %s |", a)
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(columns)) + "\n")
 	var problems []string
 	for _, cs := range sets {
 		switch {
@@ -96,7 +111,7 @@ func MarkdownChangeSets(sets []*ChangeSet) string {
 			problems = append(problems, fmt.Sprintf("- **%s** failed: %s\n", markdown.Text(cs.Target), markdown.Text(cs.Error)))
 		}
 		fmt.Fprintf(&b, "| %s | %s |", markdown.Text(cs.Target), markdown.Code(ShortRevision(cs.Revision)))
-		for _, a := range actions {
+		for _, a := range columns {
 			fmt.Fprintf(&b, " %d |", cs.Count(a))
 		}
 		b.WriteString("\n")
@@ -129,8 +144,8 @@ func MarkdownChangeSets(sets []*ChangeSet) string {
 }
 
 // CountAll counts the changes of every set whose action is one of those
-// given: the apply step's outputs applied (created or configured) and
-// pruned.
+// given: the apply step's outputs applied (created, configured or
+// replaced) and pruned.
 func CountAll(sets []*ChangeSet, of ...Action) int {
 	n := 0
 	for _, cs := range sets {

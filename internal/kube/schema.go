@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/ferry-ci/ferry/internal/manifest"
 )
 
 // renderedSchemas holds, per group/version/kind, the OpenAPI validators of
@@ -21,7 +23,7 @@ type renderedSchemas map[schema.GroupVersionKind]validation.SchemaValidator
 func schemasOf(objs []*object) (renderedSchemas, error) {
 	out := renderedSchemas{}
 	for _, o := range objs {
-		if o.wave != 0 {
+		if !manifest.IsCRD(o.u) {
 			continue
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}

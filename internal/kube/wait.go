@@ -69,14 +69,15 @@ func established(u *unstructured.Unstructured) bool {
 	return false
 }
 
-// wait polls the kstatus health of every desired object until all are
-// Current or the timeout passes, and names those that are not.
+// wait polls the kstatus health of every desired object but the hooks
+// (awaited in their own waves, see finishHooks) until all are Current or
+// the timeout passes, and names those that are not.
 func (c *Client) wait(ctx context.Context, desired []*object, timeout time.Duration) ([]Health, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		var notReady []Health
 		for _, o := range desired {
-			if o.mapping == nil {
+			if o.mapping == nil || o.hook.phase != "" {
 				continue
 			}
 			u, err := c.resource(o).Get(ctx, o.u.GetName(), metav1.GetOptions{})

@@ -105,9 +105,33 @@ func FileName(u *unstructured.Unstructured) string {
 	return strings.NewReplacer("/", "-", "\\", "-", "..", "-").Replace(name) + ".yaml"
 }
 
-// Sort orders objects for applying: CRDs, then Namespaces, then other
-// cluster-scoped objects, then namespaced objects; ties broken by identity
-// so the order is the same for the same input.
+// HelmHookAnnotation marks the hook objects of a rendered HelmRelease
+// with their phase, HookPre or HookPost: they are applied in waves of
+// their own (see Wave).
+const HelmHookAnnotation = "ferry.dev/helm-hook"
+
+// The values of HelmHookAnnotation.
+const (
+	HookPre  = "pre"
+	HookPost = "post"
+)
+
+// The apply waves, in the order they are applied. Pre hooks come after
+// the CRDs and Namespaces they may need and before every other object of
+// the target; post hooks come after all of them.
+const (
+	WaveCRDs = iota
+	WaveNamespaces
+	WavePreHooks
+	WaveClusterScoped
+	WaveNamespaced
+	WavePostHooks
+	// Waves counts the waves.
+	Waves
+)
+
+// Sort orders objects for applying: by Wave, ties broken by identity so
+// the order is the same for the same input.
 func Sort(objs []*unstructured.Unstructured) {
 	sort.SliceStable(objs, func(i, j int) bool {
 		wi, wj := Wave(objs[i]), Wave(objs[j])
@@ -118,20 +142,39 @@ func Sort(objs []*unstructured.Unstructured) {
 	})
 }
 
-// Wave is the apply wave of an object: 0 CRDs, 1 Namespaces, 2 other
-// cluster-scoped objects, 3 namespaced objects.
+// Wave is the apply wave of an object: a hook's phase decides it
+// (WavePreHooks, WavePostHooks), whatever its kind; other objects go by
+// KindWave.
 func Wave(u *unstructured.Unstructured) int {
+	switch u.GetAnnotations()[HelmHookAnnotation] {
+	case HookPre:
+		return WavePreHooks
+	case HookPost:
+		return WavePostHooks
+	}
+	return KindWave(u)
+}
+
+// KindWave is the wave an object's kind alone gives it: WaveCRDs,
+// WaveNamespaces, WaveClusterScoped (no namespace) or WaveNamespaced.
+func KindWave(u *unstructured.Unstructured) int {
 	gvk := u.GroupVersionKind()
 	switch {
-	case gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition":
-		return 0
+	case IsCRD(u):
+		return WaveCRDs
 	case gvk.Group == "" && gvk.Kind == "Namespace":
-		return 1
+		return WaveNamespaces
 	case u.GetNamespace() == "":
-		return 2
+		return WaveClusterScoped
 	default:
-		return 3
+		return WaveNamespaced
 	}
+}
+
+// IsCRD reports a CustomResourceDefinition.
+func IsCRD(u *unstructured.Unstructured) bool {
+	gvk := u.GroupVersionKind()
+	return gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition"
 }
 
 // Less orders identities by namespace, group, kind and name.

@@ -38,9 +38,19 @@ func TestIDAndFileName(t *testing.T) {
 	}
 }
 
+// hookObj is obj marked as a Helm hook of phase.
+func hookObj(phase, apiVersion, kind, ns, name string) *unstructured.Unstructured {
+	u := obj(apiVersion, kind, ns, name)
+	u.SetAnnotations(map[string]string{manifest.HelmHookAnnotation: phase})
+	return u
+}
+
 func TestSortByWave(t *testing.T) {
 	objs := []*unstructured.Unstructured{
+		hookObj(manifest.HookPost, "v1", "ConfigMap", "a", "done"),
 		obj("apps/v1", "Deployment", "b", "web"),
+		hookObj(manifest.HookPre, "batch/v1", "Job", "b", "migrate"),
+		hookObj(manifest.HookPre, "rbac.authorization.k8s.io/v1", "ClusterRole", "", "migrator"),
 		obj("v1", "ConfigMap", "a", "cfg"),
 		obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "reader"),
 		obj("v1", "Namespace", "", "b"),
@@ -55,8 +65,10 @@ func TestSortByWave(t *testing.T) {
 	want := []string{
 		"CustomResourceDefinition.apiextensions.k8s.io/widgets.example.com",
 		"Namespace/a", "Namespace/b",
+		"ClusterRole.rbac.authorization.k8s.io/migrator", "Job.batch/b/migrate",
 		"ClusterRole.rbac.authorization.k8s.io/reader",
 		"ConfigMap/a/cfg", "Deployment.apps/b/web",
+		"ConfigMap/a/done",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/kustomize/api/konfig"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/secrets"
@@ -41,6 +42,12 @@ type Options struct {
 	// repository indexes) across runs, by digest; empty keeps them in
 	// memory for one run. Read by config, which renders HelmReleases.
 	HelmCacheDir string
+	// HelmSources and HelmLoaded, when set, are shared by every Repo
+	// loaded with these options (the two revisions of a diff), so a chart
+	// is fetched and loaded once a run; else each Repo has its own, with
+	// HelmCacheDir. Read by config.
+	HelmSources *helm.Sources
+	HelmLoaded  *helm.LoadedCharts
 	// HelmReleases, when set, overrides the helmReleases setting of every
 	// cluster in ferry.yaml: "render" or "controller". Read by config.
 	HelmReleases string

@@ -55,8 +55,12 @@ func (m *Masker) Watch(d *Decryptor) {
 }
 
 // Add has the masker hide values ferry read from elsewhere than a SOPS
-// file: a registry password from the environment, say.
+// file: a registry password from the environment, say. A nil Masker
+// ignores them.
 func (m *Masker) Add(values ...string) {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	if m.given == nil {
 		m.given = NewDecryptor(nil)
