@@ -94,16 +94,7 @@ cut -f3,4 "$releases" | sort -u | while read -r chart version; do
   "$helm" pull "oci://$registry/charts/$chart" --version "$version" --plain-http -d "$work/pulled" > /dev/null 2>&1
 done
 
-# ferry's --cache-dir (the lead's flag); without it, every run is cold.
-cache_flag=1
-"$ferry" render --help | grep -q -- '--cache-dir' || cache_flag=""
-run_ferry() { # cache dir
-  if [ -n "$cache_flag" ]; then
-    "$ferry" render --repo "$repo" --cache-dir "$1" > "$work/ferry.yaml"
-  else
-    "$ferry" render --repo "$repo" > "$work/ferry.yaml"
-  fi
-}
+run_ferry() { "$ferry" render --repo "$repo" --cache-dir "$1" > "$work/ferry.yaml"; } # cache dir
 run_ferry_warm() { run_ferry "$work/ferry-cache"; }
 run_ferry_cold() { rm -rf "$work/ferry-cold"; run_ferry "$work/ferry-cold"; }
 # helm template, once per release, Flux's values order (the valuesFrom
@@ -156,7 +147,6 @@ if ! cmp -s "$work/ferry.ids" "$work/helm.ids"; then
   printf '  !!! MISMATCH: the two sides render different objects (< ferry only, > helm only):\n'
   diff "$work/ferry.ids" "$work/helm.ids" | grep '^[<>]' | head -20 | sed 's/^/  !!!   /'
 fi
-[ -n "$cache_flag" ] || printf '  !!! this ferry has no --cache-dir: its "warm" runs fetch the charts too (cold)\n'
 
 # children_cpu VAR: sets VAR to the CPU seconds (user + sys) of this
 # shell's finished children so far, from the times builtin (in this
@@ -190,11 +180,7 @@ timed_rounds() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", (b > 0) ? a / b : 0}'; }
 
 timed_rounds fw hw run_ferry_warm run_helm_local
-if [ -n "$cache_flag" ]; then
-  rss=$(/usr/bin/time -f '%M' "$ferry" render --repo "$repo" --cache-dir "$work/ferry-cache" 2>&1 > /dev/null | tail -1)
-else
-  rss=$(/usr/bin/time -f '%M' "$ferry" render --repo "$repo" 2>&1 > /dev/null | tail -1)
-fi
+rss=$(/usr/bin/time -f %M "$ferry" render --repo "$repo" --cache-dir "$work/ferry-cache" 2>&1 > /dev/null | tail -1)
 printf '  warm (charts cached on both sides), medians over %d rounds:           wall      CPU\n' "$rounds"
 printf '    ferry render --cache-dir (one process)                          %6.2f s %6.2f s\n' "$fw" "$fw_cpu"
 printf '    helm template of the pulled .tgz (one process per release)      %6.2f s %6.2f s\n' "$hw" "$hw_cpu"
