@@ -6,7 +6,7 @@ TESTBIN := $(CURDIR)/.cache/testbin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: build image example test tools controlplane gitea vet bench bench-render bench-discover bench-hostile bench-apply bench-fleet bench-diff bench-drift bench-scan registry crane clean
+.PHONY: build image example test tools controlplane gitea vet bench bench-render bench-discover bench-hostile bench-apply bench-fleet bench-diff bench-drift bench-scan bench-helm registry crane clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ferry ./cmd/ferry
@@ -45,7 +45,7 @@ vet:
 test: tools controlplane gitea registry vet
 	FERRY_TESTBIN=$(TESTBIN) $(GO) test -count=1 ./...
 
-bench: bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan
+bench: bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan bench-helm
 
 bench-render: build tools
 	bench/render.sh
@@ -101,6 +101,13 @@ crane:
 # holding 50 repositories x 300 tags. Prints the ratio and ferry's peak RSS.
 bench-scan: build registry crane
 	$(GO) run ./bench/scan
+
+# Helm benchmark: one ferry render of 50 HelmReleases over 3 charts on a
+# local docker-registry against helm template once per release with the
+# same values files, charts cached on both sides (then cold): wall and CPU
+# times, the ratio, ferry's peak RSS.
+bench-helm: build tools registry
+	bench/helm.sh
 
 clean:
 	rm -rf $(BIN)

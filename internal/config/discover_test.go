@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -721,5 +722,20 @@ func TestRenderPathWithoutKustomizationFile(t *testing.T) {
 	want := []string{"ConfigMap/default/a", "ConfigMap/default/b", "ConfigMap/default/c", "ConfigMap/default/d", "ConfigMap/default/listed"}
 	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("rendered (-want +got):\n%s", diff)
+	}
+}
+
+// The file scan reads lines of any length up to 16 MiB: a Kustomization
+// after a ConfigMap holding a 2 MiB line is still found.
+func TestDiscoverFileScanLongLine(t *testing.T) {
+	t.Parallel()
+	repo := load(t, testtree.New(t, map[string]string{
+		"other/stack.yaml": configMap("flux-system", "big", "blob", strings.Repeat("x", 2<<20)) + "---\n" +
+			fluxKustomization("web", "other/web", ""),
+		"other/web/cm.yaml": configMap("default", "web"),
+	}))
+	want := []target{{Name: "web", Namespace: "flux-system", Path: "other/web", Origin: "other/stack.yaml:9", Root: "."}}
+	if diff := cmp.Diff(want, targets(t, repo), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
 	}
 }
