@@ -217,9 +217,9 @@ func TestDiffHelmChartBump(t *testing.T) {
 
 // TestRenderListHelmCharts lists the chart and resolved version each
 // HelmRelease of a target installs (reviewed golden files), at the head of
-// the chart bump. Its values come from a ConfigMap: render --list decrypts
-// nothing, and a target whose HelmRelease takes values from an encrypted
-// Secret fails to render without it (listed with that error).
+// the chart bump, its values from a ConfigMap. render --list decrypts
+// nothing: a HelmRelease taking values from an encrypted Secret is listed
+// too, rendered without them, as diff without a key compares it.
 func TestRenderListHelmCharts(t *testing.T) {
 	p, _, _ := helmPR(t, false)
 	for _, format := range []string{"text", "json"} {
@@ -228,5 +228,15 @@ func TestRenderListHelmCharts(t *testing.T) {
 			t.Fatalf("%s: exit %d, stderr:\n%s", format, res.code, res.stderr)
 		}
 		golden(t, filepath.Join("render", "helm.list."+format+".golden"), []byte(res.stdout))
+	}
+
+	p, base, head := helmPR(t, true)
+	res := ferry(t, nil, "render", "--list", "--repo", p.Dir)
+	if res.code != 0 || !strings.Contains(res.stdout, "HelmRelease/shop/web installs web 1.1.0") {
+		t.Errorf("render --list of a release with encrypted values: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	res = ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--head", head)
+	if res.code != 0 || !strings.Contains(res.stdout, "HelmRelease/shop/web: web 1.0.0 -> 1.1.0") || !strings.Contains(res.stdout, "+        image: nginx:1.28") {
+		t.Errorf("diff without a key: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 }

@@ -23,10 +23,10 @@ import (
 // takes values from; it reaches the cluster and no output.
 const helmCanary = "canary-helm-values-token-3e9d"
 
-// shopChart is a chart of a Deployment, a ConfigMap and a Secret of its
+// bumpChart is a chart of a Deployment, a ConfigMap and a Secret of its
 // values, and a Service. Version 1.1.0 moves the image to a newer tag and
 // no longer renders the Service.
-func shopChart(version string) map[string]string {
+func bumpChart(version string) map[string]string {
 	tag := "1.27"
 	if version == "1.1.0" {
 		tag = "1.28"
@@ -156,8 +156,8 @@ func setOf(t *testing.T, res result, target string) kube.ChangeSet {
 func TestHelmApplyBumpAndDrift(t *testing.T) {
 	ns, invNS := cp.Namespace(t), cp.Namespace(t)
 	charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
-	charts.Add(t, testtree.New(t, shopChart("1.0.0")), "1.0.0")
-	charts.Add(t, testtree.New(t, shopChart("1.1.0")), "1.1.0")
+	charts.Add(t, testtree.New(t, bumpChart("1.0.0")), "1.0.0")
+	charts.Add(t, testtree.New(t, bumpChart("1.1.0")), "1.1.0")
 
 	r := newTestRepo(t)
 	testtree.Write(t, r.dir, helmtest.FluxFleet("prod", "apps", map[string]string{

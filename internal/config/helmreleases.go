@@ -100,6 +100,17 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 			return nil, nil, none, fmt.Errorf("%s: chart folder %s: %w", rel.ID(), src.Path, err)
 		}
 	}
+	if r.opts.NoDecrypt {
+		// Rendering without the age key (render --list, --no-decrypt,
+		// diff without SOPS_AGE_KEY) leaves encrypted Secrets out of the
+		// builds: their values are left out of the chart's too, rather
+		// than failing the release.
+		for i := range rel.ValuesFrom {
+			if rel.ValuesFrom[i].Kind == "Secret" {
+				rel.ValuesFrom[i].Optional = true
+			}
+		}
+	}
 	var secrets []*unstructured.Unstructured
 	values, err := helm.ComposeValues(rel, func(kind, namespace, name string) (*unstructured.Unstructured, bool) {
 		u := r.clusterObject(ctx, t, res, "", kind, namespace, name)
