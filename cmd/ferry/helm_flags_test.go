@@ -14,23 +14,8 @@ import (
 // chart web at version 1.0.0 of the HTTP chart repository url, in
 // namespace ns; extra files are added to it.
 func helmFlagsRepo(t *testing.T, url, ns string, extra ...string) string {
-	files := map[string]string{
-		"clusters/prod/flux-system/gotk-sync.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: flux-system, namespace: flux-system}
-spec: {interval: 1m, url: "https://example.com/fleet.git", ref: {branch: main}}
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: flux-system, namespace: flux-system}
-spec: {interval: 10m, path: ./clusters/prod, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}
-`,
-		"clusters/prod/apps.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: apps, namespace: flux-system}
-spec: {interval: 10m, path: ./apps, prune: true, sourceRef: {kind: GitRepository, name: flux-system}}
-`,
-		"apps/release.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+	files := helmtest.FluxFleet("prod", "apps", map[string]string{
+		"release.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
 metadata: {name: charts, namespace: flux-system}
 spec: {interval: 1h, url: "` + url + `"}
@@ -47,7 +32,7 @@ spec:
       sourceRef: {kind: HelmRepository, name: charts, namespace: flux-system}
   values: {greeting: hi}
 `,
-	}
+	})
 	for i := 0; i+1 < len(extra); i += 2 {
 		files[extra[i]] = extra[i+1]
 	}

@@ -468,14 +468,7 @@ func (r *Repo) clusterObject(ctx context.Context, t *Target, own *render.Result,
 	if o := match(own.Set.Objects); o != nil {
 		return o
 	}
-	for _, other := range r.Targets {
-		if other == t || other.Cluster != t.Cluster || r.busy[other] {
-			continue
-		}
-		res, err := r.build(ctx, other)
-		if err != nil {
-			continue // reported when that target is rendered itself
-		}
+	for res := range r.siblingBuilds(ctx, t) {
 		if o := match(res.Set.Objects); o != nil {
 			return o
 		}
@@ -515,13 +508,8 @@ func (r *Repo) clusterAPIVersions(ctx context.Context, t *Target, res *render.Re
 	out := slices.Clone(t.APIVersions)
 	out = append(out, r.rootAPIs[t.Cluster]...)
 	out = append(out, definedAPIVersions(res.Set.Objects)...)
-	for _, other := range r.Targets {
-		if other == t || other.Cluster != t.Cluster || r.busy[other] {
-			continue
-		}
-		if b, err := r.build(ctx, other); err == nil {
-			out = append(out, definedAPIVersions(b.Set.Objects)...)
-		}
+	for b := range r.siblingBuilds(ctx, t) {
+		out = append(out, definedAPIVersions(b.Set.Objects)...)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)

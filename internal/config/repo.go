@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path"
 	"path/filepath"
@@ -401,19 +402,30 @@ func (r *Repo) lookup(ctx context.Context, from *Target, kind, namespace, name s
 	if o := r.rootVars[from.Cluster][objectKey{kind, namespace, name}]; o != nil {
 		return o
 	}
-	for _, t := range r.Targets {
-		if t == from || t.Cluster != from.Cluster || r.busy[t] {
-			continue
-		}
-		res, err := r.build(ctx, t)
-		if err != nil {
-			continue // reported when that target is rendered itself
-		}
+	for res := range r.siblingBuilds(ctx, from) {
 		if o := match(res.Set.Objects); o != nil {
 			return o
 		}
 	}
 	return nil
+}
+
+// siblingBuilds yields the builds of the other targets of t's cluster
+// (those not being built, which would be a cycle), in order; a target
+// that fails to build is passed over (its error is reported when it is
+// rendered itself).
+func (r *Repo) siblingBuilds(ctx context.Context, t *Target) iter.Seq[*render.Result] {
+	return func(yield func(*render.Result) bool) {
+		for _, other := range r.Targets {
+			if other == t || other.Cluster != t.Cluster || r.busy[other] {
+				continue
+			}
+			res, err := r.build(ctx, other)
+			if err == nil && !yield(res) {
+				return
+			}
+		}
+	}
 }
 
 // Select returns the named targets in dependency order, or all targets
