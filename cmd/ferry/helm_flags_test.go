@@ -156,3 +156,29 @@ func TestApplyWarnsOfKubeVersion(t *testing.T) {
 		}
 	}
 }
+
+// A HelmRelease whose chart is in a source ferry does not fetch is
+// rendered as an object, and render says on stderr that its chart was
+// not rendered and why; the run succeeds, as for a skipped target.
+func TestRenderSaysReleaseSkipped(t *testing.T) {
+	t.Parallel()
+	repo := testtree.New(t, helmtest.FluxFleet("prod", "apps", map[string]string{
+		"release.yaml": `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web, namespace: shop}
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: ./web
+      sourceRef: {kind: Bucket, name: vendor, namespace: flux-system}
+`,
+	}))
+	r := ferry(t, nil, "render", "--repo", repo, "apps")
+	if r.code != 0 || !strings.Contains(r.stdout, "kind: HelmRelease") {
+		t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if want := `ferry: target "apps": HelmRelease/shop/web not rendered: chart ./web: source Bucket/flux-system/vendor`; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	}
+}

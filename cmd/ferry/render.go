@@ -62,6 +62,11 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 		for _, id := range res.Omitted {
 			fmt.Fprintf(e.stderr, "ferry: target %q: left out encrypted %s (--no-decrypt)\n", res.Name, id)
 		}
+		for _, rel := range res.Releases {
+			if rel.Skipped != "" {
+				fmt.Fprintf(e.stderr, "ferry: target %q: %s not rendered: %s\n", res.Name, rel.ID, rel.Skipped)
+			}
+		}
 	}
 	if o.outDir != "" {
 		out, err := confine.OpenNamed(o.outDir)

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-ci/ferry/internal/helm"
@@ -57,6 +58,11 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 			continue
 		}
 		objs, files, rel, err := r.renderRelease(ctx, t, res, o, apiVersions)
+		var skip *skippedRelease
+		if errors.As(err, &skip) {
+			out.Releases = append(out.Releases, render.Release{ID: "HelmRelease/" + o.GetNamespace() + "/" + o.GetName(), Skipped: skip.reason})
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", t.Name, err)
 		}
@@ -86,7 +92,17 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 	if err != nil {
 		return nil, nil, none, err
 	}
+	if rel.ChartRef != nil && rel.ChartRef.Kind == "HelmChart" {
+		if rel.Chart, err = r.helmChart(ctx, t, res, *rel.ChartRef); err != nil {
+			return nil, nil, none, fmt.Errorf("%s: %w", rel.ID(), err)
+		}
+		rel.ChartRef = nil
+	}
 	src, valuesRoot, err := r.chartSource(ctx, t, res, rel)
+	var skip *skippedRelease
+	if errors.As(err, &skip) {
+		return nil, nil, none, err
+	}
 	if err != nil {
 		return nil, nil, none, fmt.Errorf("%s: %w", rel.ID(), err)
 	}
@@ -318,10 +334,10 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 			}
 			src.Chart, src.Version = c.Chart, c.Version
 			return src, "", nil
-		case "GitRepository":
+		case "GitRepository", "Bucket":
 			dir, reason := r.sourceDir(ref.Kind, ref.Namespace, ref.Name, r.self)
 			if reason != "" {
-				return helm.ChartSource{}, "", fmt.Errorf("chart %s: %s", c.Chart, reason)
+				return helm.ChartSource{}, "", &skippedRelease{reason: "chart " + c.Chart + ": " + reason}
 			}
 			p := path.Clean(strings.TrimPrefix(c.Chart, "./"))
 			return helm.ChartSource{Kind: helm.Folder, Root: dir, Path: p, Chart: p}, dir, nil
@@ -377,6 +393,52 @@ func (r *Repo) remoteSource(ctx context.Context, t *Target, res *render.Result, 
 	src.Insecure = src.Insecure || slices.Contains(r.opts.InsecureHosts, u.Host)
 	src.Credentials, err = r.sourceCredentials(ctx, t, res, source, id, u.Host)
 	return src, err
+}
+
+// skippedRelease is why a HelmRelease is not rendered: its chart is in a
+// source ferry does not fetch (another Git repository, a Bucket) that
+// ferry.yaml does not map to a folder. Like a target of such a source,
+// the release is reported as skipped, not as an error.
+type skippedRelease struct{ reason string }
+
+func (e *skippedRelease) Error() string { return e.reason }
+
+// helmChart reads the HelmChart object a spec.chartRef names (among the
+// cluster's renders) as the chart template it stands for: its chart,
+// version, sourceRef (in the HelmChart's namespace) and valuesFiles.
+func (r *Repo) helmChart(ctx context.Context, t *Target, res *render.Result, ref helm.ChartRef) (*helm.ChartTemplate, error) {
+	id := ref.Kind + "/" + ref.Namespace + "/" + ref.Name
+	hc := r.clusterObject(ctx, t, res, SourceGroup, ref.Kind, ref.Namespace, ref.Name)
+	if hc == nil {
+		return nil, fmt.Errorf("spec.chartRef %s is not in the renders of its cluster", id)
+	}
+	var spec struct {
+		Chart     string `json:"chart"`
+		Version   string `json:"version"`
+		SourceRef struct {
+			Kind string `json:"kind"`
+			Name string `json:"name"`
+		} `json:"sourceRef"`
+		ValuesFiles              []string `json:"valuesFiles"`
+		IgnoreMissingValuesFiles bool     `json:"ignoreMissingValuesFiles"`
+	}
+	m, _, _ := unstructured.NestedMap(hc.Object, "spec")
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &spec); err != nil {
+		return nil, fmt.Errorf("spec.chartRef %s: spec: %w", id, err)
+	}
+	if spec.Chart == "" || spec.SourceRef.Kind == "" || spec.SourceRef.Name == "" {
+		return nil, fmt.Errorf("spec.chartRef %s: spec.chart and spec.sourceRef are required", id)
+	}
+	if spec.Version == "" {
+		spec.Version = "*"
+	}
+	return &helm.ChartTemplate{
+		Chart:                    spec.Chart,
+		Version:                  spec.Version,
+		SourceRef:                helm.ObjectRef{Kind: spec.SourceRef.Kind, Name: spec.SourceRef.Name, Namespace: hc.GetNamespace()},
+		ValuesFiles:              spec.ValuesFiles,
+		IgnoreMissingValuesFiles: spec.IgnoreMissingValuesFiles,
+	}, nil
 }
 
 // sourceCredentials are the basic credentials of a chart source at host,

@@ -87,6 +87,10 @@ func (l *Listing) Text(w io.Writer) error {
 	}
 	for _, t := range l.Targets {
 		for _, rel := range t.Releases {
+			if rel.Skipped != "" {
+				fmt.Fprintf(w, "chart %s: %s not rendered: %s\n", cell(t.Name), cell(rel.ID), cell(rel.Skipped))
+				continue
+			}
 			fmt.Fprintf(w, "chart %s: %s installs %s %s (Helm release %s in %s)\n", cell(t.Name), cell(rel.ID), cell(rel.Chart), cell(rel.Version), cell(rel.Name), cell(rel.Namespace))
 		}
 	}

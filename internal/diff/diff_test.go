@@ -172,8 +172,12 @@ func TestReleases(t *testing.T) {
 		rel("HelmRelease/apps/same", "web", "1.0.0"),
 		rel("HelmRelease/apps/gone", "web", "1.0.0"),
 		rel("HelmRelease/apps/renamed", "old", "1.0.0"),
+		rel("HelmRelease/apps/unmapped", "web", "1.0.0"),
+		{ID: "HelmRelease/apps/still-skipped", Skipped: "chart ./web: source Bucket/flux-system/v is an artifact"},
 	}
 	head := []render.Release{
+		{ID: "HelmRelease/apps/unmapped", Skipped: "chart ./web: source Bucket/flux-system/v is an artifact"},
+		{ID: "HelmRelease/apps/still-skipped", Skipped: "chart ./web: source Bucket/flux-system/v is an artifact"},
 		rel("HelmRelease/apps/same", "web", "1.0.0"),
 		rel("HelmRelease/apps/renamed", "new", "2.0.0"),
 		rel("HelmRelease/apps/podinfo", "podinfo", "6.6.0"),
@@ -185,6 +189,7 @@ func TestReleases(t *testing.T) {
 		"HelmRelease/apps/gone removed: web 1.0.0",
 		"HelmRelease/apps/podinfo: podinfo 6.5.0 -> 6.6.0",
 		"HelmRelease/apps/renamed: old 1.0.0 -> new 2.0.0",
+		"HelmRelease/apps/unmapped: web 1.0.0 -> (not rendered)",
 	}
 	var lines []string
 	for _, c := range got {

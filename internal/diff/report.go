@@ -109,14 +109,23 @@ type ReleaseChange struct {
 func (c ReleaseChange) Charts() string {
 	switch {
 	case c.Base == nil:
-		return c.Head.Chart + " " + c.Head.Version
+		return chartOf(c.Head)
 	case c.Head == nil:
-		return c.Base.Chart + " " + c.Base.Version
-	case c.Base.Chart == c.Head.Chart:
+		return chartOf(c.Base)
+	case c.Base.Chart == c.Head.Chart && c.Base.Skipped == "" && c.Head.Skipped == "":
 		return c.Head.Chart + " " + c.Base.Version + " -> " + c.Head.Version
 	default:
-		return c.Base.Chart + " " + c.Base.Version + " -> " + c.Head.Chart + " " + c.Head.Version
+		return chartOf(c.Base) + " -> " + chartOf(c.Head)
 	}
+}
+
+// chartOf is "web 1.1.0", or "(not rendered)" for a release ferry
+// skipped.
+func chartOf(r *render.Release) string {
+	if r.Skipped != "" {
+		return "(not rendered)"
+	}
+	return r.Chart + " " + r.Version
 }
 
 // label names the release in the text report: its ID, followed by the
@@ -146,7 +155,7 @@ func Releases(base, head []render.Release) []ReleaseChange {
 		switch {
 		case hr == nil:
 			out = append(out, ReleaseChange{ID: id, Action: Removed, Base: br})
-		case br.Chart != hr.Chart || br.Version != hr.Version:
+		case br.Chart != hr.Chart || br.Version != hr.Version || (br.Skipped == "") != (hr.Skipped == ""):
 			out = append(out, ReleaseChange{ID: id, Action: Changed, Base: br, Head: hr})
 		}
 	}

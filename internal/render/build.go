@@ -110,6 +110,9 @@ type Release struct {
 	// resolved (a range in the spec becomes the version it picked).
 	Chart   string `json:"chart"`
 	Version string `json:"version"`
+	// Skipped says why the release was not rendered (its chart is in a
+	// source ferry does not fetch); the HelmRelease stays an object.
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // Build renders one target: Flux's generator turns the Kustomization's
