@@ -111,7 +111,7 @@ spec:
   eventSeverity: error
   eventSources: [{kind: Kustomization, name: apps}]
 `,
-	"apps/staging/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: default}\ndata: {a: b}\n",
+	"apps/staging/cm.yaml":                   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: default}\ndata: {a: b}\n",
 	"clusters/production/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [apps.yaml]\n",
 	"clusters/production/apps.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -124,7 +124,7 @@ metadata: {name: chat, namespace: flux-system}
 spec: {type: slack, channel: prod}
 `,
 	"apps/production/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [cm.yaml]\n",
-	"apps/production/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: default}\ndata: {a: b}\n",
+	"apps/production/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: default}\ndata: {a: b}\n",
 }
 
 func TestNotificationsOfCluster(t *testing.T) {
