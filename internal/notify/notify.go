@@ -179,6 +179,9 @@ type Options struct {
 	DryRun io.Writer
 	// Now is the clock of event timestamps and retries; nil is time.Now.
 	Now func() time.Time
+
+	// sleep waits between attempts (tests record the waits instead).
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Delivery is the outcome of one event sent through one Alert's
@@ -191,5 +194,8 @@ type Delivery struct {
 	// (or skipped as already there: Unchanged, for commit statuses).
 	Attempts  int
 	Unchanged bool
-	Err       error
+	// Skipped says why nothing was sent though nothing failed: a dry
+	// run, an event a commit status provider does not post (as Flux).
+	Skipped string
+	Err     error
 }

@@ -1,0 +1,174 @@
+package notify
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ferry-ci/ferry/internal/images"
+)
+
+// secretKeys are the keys of a provider's secretRef ferry reads, and
+// certKeys those of its certSecretRef.
+var (
+	secretKeys = []string{"address", "token", "username", "password", "headers"}
+	certKeys   = []string{"ca.crt", "tls.crt", "tls.key"}
+)
+
+// SecretEnvPrefix is the prefix of the variables that stand in for the
+// Secret name when the renders do not hold it: FERRY_SECRET_<NAME>_, the
+// name upper-cased with every other character than a letter or digit made
+// "_" (as for registry credentials, images.SecretEnv).
+func SecretEnvPrefix(name string) string { return images.SecretEnv(name) + "_" }
+
+// secretEnv is the variable of one key of a Secret: the key is spelled as
+// the name is (ca.crt: CA_CRT).
+func secretEnv(name, key string) string { return images.SecretEnv(name + "_" + key) }
+
+// credentials is what a provider sends with: its address and secrets,
+// resolved once per Send.
+type credentials struct {
+	address            string
+	token              string
+	username, password string
+	headers            map[string]string
+	tls                *tls.Config
+}
+
+// lookupSecret finds the Secret namespace/name: in the renders first, else
+// its FERRY_SECRET_<NAME>_<KEY> variables (found when any key is set).
+func lookupSecret(opts *Options, namespace, name string, keys []string) (map[string]string, error) {
+	if opts.Secret != nil {
+		if data, ok := opts.Secret(namespace, name); ok {
+			return data, nil
+		}
+	}
+	data := map[string]string{}
+	if opts.Getenv != nil {
+		for _, k := range keys {
+			if v := opts.Getenv(secretEnv(name, k)); v != "" {
+				data[k] = v
+			}
+		}
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("Secret/%s/%s is neither in the renders nor given as %s<KEY> variables (keys %s)",
+			namespace, name, SecretEnvPrefix(name), strings.Join(keys, ", "))
+	}
+	return data, nil
+}
+
+// resolve reads a provider's secrets, tells opts.Hide every value read
+// from them (and the address, a secret of most types, wherever it comes
+// from), and builds the TLS configuration of its certSecretRef. As in
+// notification-controller, the secret's address wins over spec.address
+// and its username, with a password, over spec.username.
+func resolve(opts *Options, p *Provider) (*credentials, error) {
+	c := &credentials{address: p.Address, username: p.Username}
+	hide := func(values ...string) {
+		if opts.Hide != nil {
+			opts.Hide(values...)
+		}
+	}
+	if p.SecretRef != "" {
+		data, err := lookupSecret(opts, p.Namespace, p.SecretRef, secretKeys)
+		if err != nil {
+			return nil, fmt.Errorf("%s: secretRef: %w", p.ID(), err)
+		}
+		// Every value of the Secret is hidden, also the keys ferry does
+		// not read: they are secrets all the same.
+		for _, k := range slices.Sorted(maps.Keys(data)) {
+			hide(data[k], strings.TrimSpace(data[k]))
+		}
+		if v := strings.TrimSpace(data["address"]); v != "" {
+			c.address = v
+		}
+		c.token = strings.TrimSpace(data["token"])
+		if u, pw := data["username"], data["password"]; u != "" && pw != "" {
+			c.username, c.password = u, pw
+		}
+		if h := data["headers"]; h != "" {
+			if err := yaml.Unmarshal([]byte(h), &c.headers); err != nil {
+				// The error of the YAML parser may quote the value.
+				return nil, fmt.Errorf("%s: secretRef Secret/%s/%s: key headers is not a YAML map of header names to values", p.ID(), p.Namespace, p.SecretRef)
+			}
+			for _, k := range slices.Sorted(maps.Keys(c.headers)) {
+				hide(c.headers[k])
+			}
+		}
+	}
+	if !isCommitStatusProvider(p.Type) {
+		// A webhook's address holds its credentials.
+		hide(c.address)
+	}
+	if p.CertSecretRef != "" {
+		data, err := lookupSecret(opts, p.Namespace, p.CertSecretRef, certKeys)
+		if err != nil {
+			return nil, fmt.Errorf("%s: certSecretRef: %w", p.ID(), err)
+		}
+		hide(data["tls.key"])
+		cfg, err := tlsConfig(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: certSecretRef Secret/%s/%s: %w", p.ID(), p.Namespace, p.CertSecretRef, err)
+		}
+		c.tls = cfg
+	}
+	if c.address == "" {
+		return nil, fmt.Errorf("%s: no address (neither spec.address nor the address key of its secretRef)", p.ID())
+	}
+	return c, nil
+}
+
+// tlsConfig trusts the Secret's ca.crt (besides nothing else, as Flux's
+// TLSConfigFromSecret) and presents tls.crt/tls.key when both are there.
+func tlsConfig(data map[string]string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca := data["ca.crt"]; ca != "" {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM([]byte(ca)) {
+			return nil, errors.New("ca.crt holds no PEM certificate")
+		}
+		cfg.RootCAs = pool
+	}
+	crt, key := data["tls.crt"], data["tls.key"]
+	switch {
+	case crt != "" && key != "":
+		pair, err := tls.X509KeyPair([]byte(crt), []byte(key))
+		if err != nil {
+			return nil, errors.New("tls.crt and tls.key are not a certificate and its key")
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	case crt != "" || key != "":
+		return nil, errors.New("tls.crt and tls.key go together")
+	}
+	if cfg.RootCAs == nil && len(cfg.Certificates) == 0 {
+		return nil, errors.New("none of ca.crt, tls.crt and tls.key is set")
+	}
+	return cfg, nil
+}
+
+// client is the HTTP client of a provider: opts.HTTPClient, else one
+// whose transport has the provider's TLS configuration.
+func (c *credentials) client(opts *Options) *http.Client {
+	if opts.HTTPClient != nil {
+		return opts.HTTPClient
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if c.tls != nil {
+		tr.TLSClientConfig = c.tls
+	}
+	return &http.Client{Transport: tr}
+}
+
+// isCommitStatusProvider says whether the type sets commit statuses.
+func isCommitStatusProvider(t string) bool { return t == TypeGitHub || t == TypeGitea }
+
+// isGenericProvider says whether the type forwards events as they are.
+func isGenericProvider(t string) bool { return t == TypeGeneric || t == TypeGenericHMAC }
