@@ -79,7 +79,7 @@ func (e *env) notify(ctx context.Context, n notifyFlags, repo *config.Repo, even
 		for _, d := range notify.Send(ctx, cfg, evs, opts) {
 			if d.Err != nil {
 				failures = append(failures, e.notifyWarning(fmt.Sprintf("notification %s -> %s: %v", d.Alert, d.Provider, d.Err)))
-			} else if !d.Unchanged {
+			} else if !d.Unchanged && d.Skipped == "" {
 				sent++
 			}
 		}

@@ -144,8 +144,8 @@ func TestNotificationsOfCluster(t *testing.T) {
 		cluster string
 		want    []string
 	}{
-		// The root's Provider, the target's Alert, ferry.yaml's Alert.
-		{"staging", []string{"Provider/flux-system/hook", "Alert/flux-system/failures", "Alert/flux-system/everything"}},
+		// The root's Provider, the target's Alert, ferry.yaml's Alert (by name).
+		{"staging", []string{"Provider/flux-system/hook", "Alert/flux-system/everything", "Alert/flux-system/failures"}},
 		{"production", []string{"Provider/flux-system/chat", "Alert/flux-system/everything"}},
 	} {
 		cfg, err := repo.Notifications(t.Context(), tc.cluster)
