@@ -136,12 +136,12 @@ func applyEvents(targets []*config.Target, sets []*kube.ChangeSet) map[string][]
 	return out
 }
 
-// appliedMessage is "Applied revision abc1234: 3 created, 2 configured,
+// appliedMessage is "Applied revision 0123456789ab: 3 created, 2 configured,
 // 5 unchanged, 1 pruned".
 func appliedMessage(cs *kube.ChangeSet) string {
 	msg := "Applied"
 	if cs.Revision != "" {
-		msg += " revision " + shortRevision(cs.Revision)
+		msg += " revision " + kube.ShortRevision(cs.Revision)
 	}
 	return fmt.Sprintf("%s: %d created, %d configured, %d unchanged, %d pruned", msg,
 		cs.Count(kube.Created), cs.Count(kube.Configured)+cs.Count(kube.Replaced), cs.Count(kube.Unchanged), cs.Count(kube.Pruned))

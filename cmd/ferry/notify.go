@@ -36,14 +36,27 @@ func (n *notifyFlags) register(f *pflag.FlagSet) {
 	_ = f.MarkHidden("notify-timeout")
 }
 
+// notifyOutcome is what a run's notifications came to: which clusters
+// have Alerts, and which involved objects had a delivery fail.
+type notifyOutcome struct {
+	alerts map[string]bool // by cluster
+	failed map[string]bool // by notifyKey
+}
+
+// notifyKey names an event's involved object in a cluster.
+func notifyKey(cluster string, ref notify.ObjectReference) string {
+	return cluster + "\x00" + ref.Kind + "/" + ref.Namespace + "/" + ref.Name
+}
+
 // notify sends each cluster's events through the Alerts and Providers
 // of that cluster (Repo.Notifications). A notification that cannot be
 // delivered is a warning (stderr, an Actions annotation, the step
 // summary), never an error: it changes neither what was applied nor the
 // exit status.
-func (e *env) notify(ctx context.Context, n notifyFlags, repo *config.Repo, events map[string][]notify.Event) {
+func (e *env) notify(ctx context.Context, n notifyFlags, repo *config.Repo, events map[string][]notify.Event) notifyOutcome {
+	res := notifyOutcome{alerts: map[string]bool{}, failed: map[string]bool{}}
 	if n.off || repo == nil {
-		return
+		return res
 	}
 	var failures []string
 	sent := 0
@@ -55,11 +68,15 @@ func (e *env) notify(ctx context.Context, n notifyFlags, repo *config.Repo, even
 		cfg, err := repo.Notifications(ctx, cluster)
 		if err != nil {
 			failures = append(failures, e.notifyWarning(fmt.Sprintf("notifications of cluster %q: %v", cluster, err)))
+			for _, ev := range evs {
+				res.failed[notifyKey(cluster, ev.InvolvedObject)] = true
+			}
 			continue
 		}
 		if len(cfg.Alerts) == 0 {
 			continue
 		}
+		res.alerts[cluster] = true
 		for i := range evs {
 			evs[i].Message = e.masker.Mask(evs[i].Message)
 		}
@@ -78,6 +95,9 @@ func (e *env) notify(ctx context.Context, n notifyFlags, repo *config.Repo, even
 		}
 		for _, d := range notify.Send(ctx, cfg, evs, opts) {
 			if d.Err != nil {
+				if d.Event != nil {
+					res.failed[notifyKey(cluster, d.Event.InvolvedObject)] = true
+				}
 				failures = append(failures, e.notifyWarning(fmt.Sprintf("notification %s -> %s: %v", d.Alert, d.Provider, d.Err)))
 			} else if !d.Unchanged && d.Skipped == "" {
 				sent++
@@ -98,6 +118,7 @@ func (e *env) notify(ctx context.Context, n notifyFlags, repo *config.Repo, even
 		// run either.
 		_ = e.gha.AddSummary(e.masker.Mask(b.String()))
 	}
+	return res
 }
 
 // notifyWarning prints msg, masked, as a warning on stderr and as an
@@ -205,12 +226,4 @@ func targetEvent(t *config.Target, severity, reason, revision, message string) n
 		ev.Metadata = map[string]string{"revision": revision}
 	}
 	return ev
-}
-
-// shortRevision is the first seven characters of a commit hash.
-func shortRevision(rev string) string {
-	if len(rev) > 7 {
-		return rev[:7]
-	}
-	return rev
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/notify"
+	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // hookServer is a generic webhook receiver (Flux's generic provider
@@ -165,7 +166,7 @@ func TestApplyNotifications(t *testing.T) {
 		t.Errorf("event = %+v, want info ReconciliationSucceeded from ferry with revision %s", ev, notifyRevision)
 	}
 	// The ConfigMap and the Secret were created.
-	if want := "Applied revision 0123456: 2 created, 0 configured, 0 unchanged, 0 pruned"; ev.Message != want {
+	if want := "Applied revision 0123456789ab: 2 created, 0 configured, 0 unchanged, 0 pruned"; ev.Message != want {
 		t.Errorf("message %q, want %q", ev.Message, want)
 	}
 	if got := hooks.take("/errors/an0ther-s3cr3t"); len(got) != 0 {
@@ -290,4 +291,75 @@ func TestApplyNotificationFailuresAreWarnings(t *testing.T) {
 			t.Errorf("output holds the webhook address:\n%s", out)
 		}
 	}
+}
+
+func TestDriftNotifications(t *testing.T) {
+	hooks := newHookServer(t)
+	vars := applyVars(t)
+	vars["FERRY_SECRET_HOOK_ADDRESS"] = hooks.URL + "/drift/s3cr3t"
+	ns, invNS := cp.Namespace(t), cp.Namespace(t)
+	repo := t.TempDir()
+	testtree.Write(t, repo, map[string]string{
+		"ferry.yaml": `targets:
+  - name: app
+    path: app
+notifications:
+  providers: [{name: hook, type: generic, secretRef: {name: hook}}]
+  alerts: [{name: drift, providerRef: {name: hook}, eventSources: [{kind: Kustomization, name: app}], inclusionList: ["^Drift"]}]
+`,
+		"app/kustomization.yaml": "namespace: " + ns + "\nresources: [deploy.yaml]\n",
+		"app/deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "nginx:1.27"}]
+`,
+	})
+	common := []string{"--repo", repo, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", invNS, "--revision", driftRev1}
+	if res := ferry(t, vars, append([]string{"apply"}, common...)...); res.code != 0 {
+		t.Fatalf("apply: exit %d: %s", res.code, res.stderr)
+	}
+	step := func(name string, extra []string, want ...string) {
+		t.Helper()
+		res := ferry(t, vars, append(append([]string{"drift", "--report", "none"}, extra...), common...)...)
+		if res.code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, res.code, res.stderr)
+		}
+		if strings.Contains(res.stdout+res.stderr, "s3cr3t") {
+			t.Errorf("%s: output holds the webhook address", name)
+		}
+		got := hooks.take("/drift/s3cr3t")
+		if diff := cmp.Diff(want, summarize(got)); diff != "" {
+			t.Fatalf("%s: events (-want +got):\n%s", name, diff)
+		}
+		for _, ev := range got {
+			if ev.Reason == "DriftDetected" && !strings.Contains(ev.Message, "1 modified") {
+				t.Errorf("%s: DriftDetected message %q lacks the drift's classes and counts", name, ev.Message)
+			}
+			if ev.Metadata["revision"] != driftRev1 {
+				t.Errorf("%s: revision %q, want %s", name, ev.Metadata["revision"], driftRev1)
+			}
+		}
+	}
+
+	step("in sync", nil)
+	kubectl(t, nil, "-n", ns, "scale", "deployment/web", "--replicas=3")
+	step("drifted", nil, "app DriftDetected error")
+	step("drifted, unchanged", nil)
+	step("drifted, not notifying", []string{"--no-notify"})
+	step("healed", []string{"--heal"}, "app DriftResolved info")
+	step("in sync again", nil)
+	kubectl(t, nil, "-n", ns, "scale", "deployment/web", "--replicas=2")
+	step("drifted again", nil, "app DriftDetected error")
+	// Reverted by re-applying Git: resolved, once.
+	if res := ferry(t, vars, append([]string{"apply", "--no-notify", "--force-conflicts"}, common...)...); res.code != 0 {
+		t.Fatalf("apply: exit %d: %s", res.code, res.stderr)
+	}
+	step("reverted", nil, "app DriftResolved info")
+	step("reverted, unchanged", nil)
 }
