@@ -33,7 +33,6 @@ func (n *notifyFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&n.off, "no-notify", false, "send no notifications to the Providers of the repository's Flux Alerts")
 	f.BoolVar(&n.dryRun, "notify-dry-run", false, "print the notifications' payloads (secrets masked) instead of sending them")
 	f.DurationVar(&n.total, "notify-timeout", notify.DefaultTotal, "how long all notifications of the run may take together")
-	_ = f.MarkHidden("notify-timeout")
 }
 
 // notifyOutcome is what a run's notifications came to: which clusters
