@@ -24,6 +24,8 @@ image:
 example: build
 	hack/example.sh
 
+# kustomize, flux and helm (the oracles) and Alertmanager (the notify
+# tests' receiver), built from the Go module proxy into .cache/testbin.
 tools:
 	hack/tools.sh
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the public tools ferry's tests and benchmarks compare against into
-# .cache/testbin (git-ignored), skipping any that already report the right
-# version. Everything comes from the Go module proxy.
+# Installs the public tools ferry's tests and benchmarks compare against, and
+# Alertmanager, which the notify tests send alerts to, into .cache/testbin
+# (git-ignored), skipping any that already report the right version.
+# Everything comes from the Go module proxy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN="$PWD/.cache/testbin"
@@ -40,3 +41,24 @@ if [ "$("$BIN/helm" version --template '{{.Version}}' 2>/dev/null)" != "$HELM_VE
   (cd / && CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOBIN="$BIN" go install -ldflags "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" "helm.sh/helm/v4/cmd/helm@$HELM_VERSION")
 fi
 "$BIN/helm" version >/dev/null
+
+# Alertmanager v0.35.0, the real receiver of the alertmanager provider's
+# alerts in the notify tests (its API v2). As with flux, `go install` is
+# refused: the web UI it embeds (ui/app/dist) is built by npm and left out
+# of the module's zip, so the module is copied, given a placeholder page and
+# built; the tests use only the API. Cold: ~6 minutes on 2 cores.
+AM_VERSION=0.35.0
+if ! "$BIN/alertmanager" --version 2>/dev/null | grep -c "version $AM_VERSION " >/dev/null; then
+  echo "hack/tools.sh: building alertmanager v$AM_VERSION into $BIN" >&2
+  src=$(cd / && GOFLAGS=-mod=mod go mod download -json "github.com/prometheus/alertmanager@v$AM_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  amwork=$(mktemp -d)
+  trap 'rm -rf "${work:-}" "$amwork"' EXIT
+  cp -r "$src" "$amwork/alertmanager" && chmod -R u+w "$amwork/alertmanager"
+  for ui in elm mantine; do
+    mkdir -p "$amwork/alertmanager/ui/app/dist/$ui"
+    echo '<!doctype html><title>Alertmanager</title><p>This build of Alertmanager has no web UI; its API is at /api/v2/.</p>' >"$amwork/alertmanager/ui/app/dist/$ui/index.html"
+  done
+  (cd "$amwork/alertmanager" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=$AM_VERSION" -o "$BIN/alertmanager.new" ./cmd/alertmanager)
+  mv "$BIN/alertmanager.new" "$BIN/alertmanager"
+fi
+"$BIN/alertmanager" --version >/dev/null 2>&1

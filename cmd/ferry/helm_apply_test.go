@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -63,6 +64,25 @@ stringData:
   token: {{ .Values.token | quote }}
 `,
 	}
+	// A pre-install/pre-upgrade hook that records the chart version (so
+	// the bump replaces it, Helm's default before-hook-creation policy)
+	// and a test hook, never applied.
+	files["templates/hooks.yaml"] = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-migrate
+  annotations: {helm.sh/hook: "pre-install,pre-upgrade"}
+data:
+  chart: {{ .Chart.Version | quote }}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {{ .Release.Name }}-test
+  annotations: {helm.sh/hook: test}
+spec:
+  containers: [{name: test, image: "busybox:1.36"}]
+`
 	if version == "1.0.0" {
 		files["templates/service.yaml"] = `apiVersion: v1
 kind: Service
@@ -190,6 +210,7 @@ stringData:
 	release := "HelmRelease.helm.toolkit.fluxcd.io/" + ns + "/web (Flux HelmRelease, whose chart ferry renders itself; the cluster has no Flux CRDs)"
 	want := []string{
 		"created ConfigMap/" + ns + "/web-config",
+		"created ConfigMap/" + ns + "/web-migrate",
 		"created Deployment.apps/" + ns + "/web",
 		"created Secret/" + ns + "/web-token",
 		"created Secret/" + ns + "/web-values",
@@ -210,6 +231,17 @@ stringData:
 	if n, img := *dep.Spec.Replicas, dep.Spec.Template.Spec.Containers[0].Image; n != 3 || img != "registry.example.test/shop/web:1.27" {
 		t.Errorf("Deployment: %d replicas of %s, want 3 of registry.example.test/shop/web:1.27 (the release's values over chart 1.0.0's)", n, img)
 	}
+	// The pre hook was written before the chart's other objects.
+	hookCM, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "web-migrate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the chart's pre hook: %v", err)
+	}
+	if hv, dv := resourceVersion(t, hookCM.ResourceVersion), resourceVersion(t, dep.ResourceVersion); hv >= dv {
+		t.Errorf("the pre hook (resourceVersion %d) was written after the Deployment (%d)", hv, dv)
+	}
+	if _, err := cs.CoreV1().Pods(ns).Get(ctx, "web-test", metav1.GetOptions{}); err == nil {
+		t.Error("the chart's test hook Pod was applied")
+	}
 	token, err := cs.CoreV1().Secrets(ns).Get(ctx, "web-token", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the chart's Secret: %v", err)
@@ -227,7 +259,7 @@ stringData:
 	if again.code != 0 {
 		t.Fatalf("re-apply: exit %d: %s", again.code, again.stderr)
 	}
-	for _, line := range []string{"target apps (applied ", "5 unchanged", "2 skipped", "skipped    HelmRelease.helm.toolkit.fluxcd.io/" + ns + "/web (Flux HelmRelease, whose chart ferry renders itself; the cluster has no Flux CRDs)"} {
+	for _, line := range []string{"target apps (applied ", "6 unchanged", "2 skipped", "skipped    HelmRelease.helm.toolkit.fluxcd.io/" + ns + "/web (Flux HelmRelease, whose chart ferry renders itself; the cluster has no Flux CRDs)"} {
 		if !strings.Contains(again.stdout, line) {
 			t.Errorf("re-apply output lacks %q:\n%s", line, again.stdout)
 		}
@@ -245,6 +277,7 @@ stringData:
 	want = []string{
 		"configured Deployment.apps/" + ns + "/web",
 		"pruned Service/" + ns + "/web",
+		"replaced ConfigMap/" + ns + "/web-migrate (hook-delete-policy before-hook-creation)",
 		"skipped " + release,
 		"skipped " + source,
 		"unchanged ConfigMap/" + ns + "/web-config",
@@ -299,4 +332,15 @@ stringData:
 			t.Errorf("an output carries the Secret value:\n%s\n%s", o.stdout, o.stderr)
 		}
 	}
+}
+
+// resourceVersion reads an object's resourceVersion, which etcd gives in
+// the order of writes.
+func resourceVersion(t *testing.T, rv string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q: %v", rv, err)
+	}
+	return n
 }

@@ -20,6 +20,16 @@ const (
 	permPullRequestsWrite = "pull-requests: write"
 	permCommentsRead      = "pull-requests: read (issues: read for an issue)"
 	permCommentsWrite     = "pull-requests: write (issues: write for an issue)"
+	permStatusesRead      = "statuses: read"
+	permStatusesWrite     = "statuses: write"
+)
+
+// What Gitea wants for commit statuses, which the workflow permissions
+// above do not name: a token with the repository scope, of a user who may
+// read (write) the repository.
+const (
+	permGiteaRepoRead  = "read:repository (a token scope; the user must be able to read the repository)"
+	permGiteaRepoWrite = "write:repository (a token scope; the user must have write access to the repository)"
 )
 
 // apiError turns a failed call into ferry's error: what the call was about

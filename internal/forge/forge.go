@@ -73,6 +73,27 @@ type NewIssue struct {
 	Labels []string
 }
 
+// Commit status states both forges know; Gitea also has
+// StatusWarning, which GitHub refuses.
+const (
+	StatusPending = "pending"
+	StatusSuccess = "success"
+	StatusFailure = "failure"
+	StatusError   = "error"
+	StatusWarning = "warning"
+)
+
+// CommitStatus is a status on a commit: the State a Context (the name of
+// the check, e.g. "kustomization/apps") is in, shown with Description and
+// linked to TargetURL. A commit holds every status set on it; the latest
+// of each context is the one the forge shows.
+type CommitStatus struct {
+	State       string
+	Context     string
+	Description string
+	TargetURL   string
+}
+
 // Forge is everything ferry asks of a forge. Numbers are issue or pull
 // request numbers in the configured repository; comment operations work on
 // both, as both forges treat a pull request's conversation as an issue's.
@@ -99,6 +120,13 @@ type Forge interface {
 	CreateIssue(ctx context.Context, issue NewIssue) (Issue, error)
 	EditIssue(ctx context.Context, number int, title, body string) error
 	CloseIssue(ctx context.Context, number int) error
+
+	// CommitStatuses returns the latest status of each context on commit
+	// sha, by context.
+	CommitStatuses(ctx context.Context, sha string) ([]CommitStatus, error)
+	// SetCommitStatus adds a status to commit sha; it replaces the one of
+	// the same context as the latest.
+	SetCommitStatus(ctx context.Context, sha string, s CommitStatus) error
 }
 
 // ErrNotFound is returned (wrapped) when the forge answers 404.

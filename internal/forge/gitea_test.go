@@ -71,3 +71,47 @@ func TestGiteaAPIURLForms(t *testing.T) {
 		}
 	}
 }
+
+func TestGiteaCommitStatuses(t *testing.T) {
+	w := giteaWorld(t)
+	ctx := context.Background()
+	applied := forge.CommitStatus{State: forge.StatusSuccess, Context: "kustomization/apps", Description: "applied"}
+
+	// Gitea knows a warning state GitHub does not.
+	warn := forge.CommitStatus{State: forge.StatusWarning, Context: "kustomization/apps", Description: "applied with warnings"}
+	if err := w.ferry.SetCommitStatus(ctx, w.head, warn); err != nil {
+		t.Errorf("a warning status: %v", err)
+	}
+	if got, err := w.ferry.CommitStatuses(ctx, w.head); err != nil || len(got) != 1 || got[0] != warn {
+		t.Errorf("statuses: %+v, %v; want the warning", got, err)
+	}
+
+	// Gitea would store any word as a state: ferry asks nothing.
+	w.ferry.Writes()
+	err := w.ferry.SetCommitStatus(ctx, w.head, forge.CommitStatus{State: "bogus", Context: "kustomization/apps"})
+	if err == nil || !strings.Contains(err.Error(), `state "bogus" is not one of`) || !strings.Contains(err.Error(), "kustomization/apps") {
+		t.Errorf("an unknown state: %v, want it refused naming the status", err)
+	}
+	if got, _ := w.ferry.CommitStatuses(ctx, w.head); len(got) != 1 || got[0] != warn {
+		t.Errorf("statuses after an unknown state: %+v, want the warning still", got)
+	}
+
+	// A user without write access to the repository.
+	err = w.other.SetCommitStatus(ctx, w.head, applied)
+	if !errors.Is(err, forge.ErrPermission) || !strings.Contains(err.Error(), "write:repository") || strings.Contains(err.Error(), w.token) {
+		t.Errorf("a status set by a reader: %v, want ErrPermission naming write:repository", err)
+	}
+	t.Logf("error: %v", err)
+
+	// A commit the repository does not have: Gitea says 500, ferry says
+	// which commit is missing.
+	missing := "0123456789012345678901234567890123456789"
+	err = w.ferry.SetCommitStatus(ctx, missing, applied)
+	if !errors.Is(err, forge.ErrNotFound) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("a status on a missing commit: %v, want ErrNotFound naming the commit", err)
+	}
+	t.Logf("error: %v", err)
+	if _, err := w.ferry.CommitStatuses(ctx, missing); !errors.Is(err, forge.ErrNotFound) {
+		t.Errorf("statuses of a missing commit: %v, want ErrNotFound", err)
+	}
+}

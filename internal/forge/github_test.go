@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/ferry-ci/ferry/internal/forge"
 	"github.com/ferry-ci/ferry/internal/forge/githubtest"
 )
@@ -142,5 +144,73 @@ func TestGitHubOpenPullRequestFromFork(t *testing.T) {
 	}
 	if p, err := f.OpenPullRequest(ctx, "someone:feature", "main"); err != nil || p != nil {
 		t.Errorf("another owner's branch = %+v, %v; want none", p, err)
+	}
+}
+
+func TestGitHubCommitStatuses(t *testing.T) {
+	s := githubtest.New(t)
+	s.SetPerPage(2)
+	tok := s.AddUser("ferry-bot")
+	s.AddRepo("acme", "fleet")
+	f := newGitHub(t, s, s.URL, tok)
+	ctx := context.Background()
+	sha := "6dcb09b5b57875f334f61aebed695e2e4193db5e"
+
+	// Seven statuses over three contexts: the latest of each is found
+	// across four pages.
+	for i, st := range []forge.CommitStatus{
+		{State: "pending", Context: "kustomization/apps"},
+		{State: "pending", Context: "kustomization/infra"},
+		{State: "success", Context: "kustomization/infra", Description: "applied"},
+		{State: "pending", Context: "diff"},
+		{State: "failure", Context: "kustomization/apps", Description: "apply failed"},
+		{State: "success", Context: "diff", Description: "2 targets change"},
+		{State: "success", Context: "kustomization/apps", Description: "applied", TargetURL: "https://ci.example.com/3"},
+	} {
+		if err := f.SetCommitStatus(ctx, sha, st); err != nil {
+			t.Fatalf("status %d: %v", i, err)
+		}
+	}
+	s.ResetRequests()
+	got, err := f.CommitStatuses(ctx, sha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []forge.CommitStatus{
+		{State: "success", Context: "diff", Description: "2 targets change"},
+		{State: "success", Context: "kustomization/apps", Description: "applied", TargetURL: "https://ci.example.com/3"},
+		{State: "success", Context: "kustomization/infra", Description: "applied"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("latest statuses (-want +got):\n%s", diff)
+	}
+	if n := len(s.Requests()); n != 4 {
+		t.Errorf("statuses were read in %d requests, want 4 pages of 2", n)
+	}
+
+	// Refused before GitHub is asked: a state only Gitea knows.
+	s.ResetRequests()
+	err = f.SetCommitStatus(ctx, sha, forge.CommitStatus{State: forge.StatusWarning, Context: "diff"})
+	if err == nil || !strings.Contains(err.Error(), `state "warning" is not one of pending, success, failure, error`) || len(s.Requests()) != 0 {
+		t.Errorf("a warning status: %v (%d requests), want it refused without asking", err, len(s.Requests()))
+	}
+	// GitHub's own refusals come back naming the status.
+	err = f.SetCommitStatus(ctx, sha, forge.CommitStatus{State: "success", Context: "diff", Description: strings.Repeat("x", githubtest.MaxStatusDescription+1)})
+	if err == nil || !strings.Contains(err.Error(), "description is too long") || !strings.Contains(err.Error(), `"diff"`) || !strings.Contains(err.Error(), sha) {
+		t.Errorf("a description too long: %v, want GitHub's 422 naming the status and commit", err)
+	}
+	t.Logf("error: %v", err)
+
+	s.SetReadOnly(tok, true)
+	err = f.SetCommitStatus(ctx, sha, forge.CommitStatus{State: "success", Context: "diff"})
+	if !errors.Is(err, forge.ErrPermission) || !strings.Contains(err.Error(), "statuses: write") || strings.Contains(err.Error(), tok) {
+		t.Errorf("a status with a read-only token: %v, want ErrPermission naming statuses: write", err)
+	}
+	t.Logf("error: %v", err)
+	if _, err := f.CommitStatuses(ctx, sha); err != nil {
+		t.Errorf("reading statuses with a read-only token: %v", err)
+	}
+	if n := len(s.Statuses("acme", "fleet", sha)); n != 7 {
+		t.Errorf("the server keeps %d statuses, want the 7 set", n)
 	}
 }

@@ -24,6 +24,7 @@ type world struct {
 	owner string
 	repo  string
 	pr    int    // an open pull request, head "feature" into "main"
+	head  string // the commit SHA of the pull request's head
 	token string // ferry's token
 
 	// branch pushes a new branch off main, for a pull request to start from.
@@ -70,6 +71,7 @@ func githubWorld(t *testing.T) *world {
 	otherTok := s.AddUser("someone-else")
 	s.AddRepo("acme", "fleet")
 	pr := s.AddPullRequest("acme", "fleet", "someone-else", "feature", "main", "Change things", "")
+	head := s.PullRequests("acme", "fleet")[0].PullRequest.HeadSHA
 	newForge := func(tok string) *forge.GitHub {
 		f, err := forge.NewGitHub(forge.Config{Kind: forge.KindGitHub, APIURL: s.URL, Token: tok, Owner: "acme", Repo: "fleet"})
 		if err != nil {
@@ -84,6 +86,7 @@ func githubWorld(t *testing.T) *world {
 		owner:  "acme",
 		repo:   "fleet",
 		pr:     pr,
+		head:   head,
 		token:  ferryTok,
 		branch: func(*testing.T, string) {}, // the test server has no git
 		label:  func(*testing.T, int, string) {},
@@ -143,6 +146,7 @@ func giteaWorld(t *testing.T) *world {
 		owner: u.me,
 		repo:  repo,
 		pr:    int(pr.Index),
+		head:  pr.Head.Sha,
 		token: u.meTok,
 		branch: func(t *testing.T, name string) {
 			t.Helper()
@@ -260,6 +264,11 @@ func (c *counter) EditIssue(ctx context.Context, n int, title, body string) erro
 func (c *counter) CloseIssue(ctx context.Context, n int) error {
 	c.count("CloseIssue")
 	return c.Forge.CloseIssue(ctx, n)
+}
+
+func (c *counter) SetCommitStatus(ctx context.Context, sha string, s forge.CommitStatus) error {
+	c.count("SetCommitStatus")
+	return c.Forge.SetCommitStatus(ctx, sha, s)
 }
 
 // mine returns the comments in cs by login that start with a marker of key.

@@ -1,6 +1,7 @@
 // Package githubtest is an in-process stand-in for GitHub's REST API, for
 // tests: it serves the JSON GitHub documents for the endpoints ferry uses
-// (the authenticated user, issue comments, pull requests, issues), with
+// (the authenticated user, issue comments, pull requests, issues, commit
+// statuses), with
 // token authentication, Link-header pagination and GitHub's body limit.
 // github.com cannot be reached from the test machines; Gitea is tested for
 // real instead (package giteatest).
@@ -74,6 +75,23 @@ type Pull struct {
 	Draft   bool
 }
 
+// Status is a commit status as the server holds it. The server has no
+// git: any full hexadecimal SHA names a commit.
+type Status struct {
+	ID          int64
+	SHA         string
+	State       string // pending, success, failure or error
+	Context     string
+	Description string
+	TargetURL   string
+	Creator     string
+	Created     time.Time
+}
+
+// MaxStatusDescription is the longest commit status description GitHub
+// accepts, in characters.
+const MaxStatusDescription = 140
+
 // Request is one request the server answered.
 type Request struct {
 	Method string
@@ -111,6 +129,7 @@ type repo struct {
 	issues      []*Issue // by number - 1
 	comments    []*Comment
 	labels      map[string]int64 // label name -> id
+	statuses    []*Status        // oldest first
 }
 
 // New starts a server, stopped when the test ends.
@@ -217,6 +236,21 @@ func (s *Server) Comments(owner, name string, n int) []Comment {
 		for _, c := range r.comments {
 			if c.Number == n {
 				out = append(out, *c)
+			}
+		}
+	}
+	return out
+}
+
+// Statuses returns every status set on commit sha, oldest first.
+func (s *Server) Statuses(owner, name, sha string) []Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Status
+	if r := s.repo(owner, name); r != nil {
+		for _, st := range r.statuses {
+			if strings.EqualFold(st.SHA, sha) {
+				out = append(out, *st)
 			}
 		}
 	}

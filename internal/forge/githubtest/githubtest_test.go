@@ -198,3 +198,85 @@ func TestValidationAndRecording(t *testing.T) {
 		t.Errorf("comments: %+v", got)
 	}
 }
+
+func TestCommitStatusJSON(t *testing.T) {
+	s := githubtest.New(t)
+	tok := s.AddUser("ferry-bot")
+	s.AddRepo("acme", "fleet")
+	sha := "6dcb09b5b57875f334f61aebed695e2e4193db5e"
+	statuses := s.URL + "repos/acme/fleet/statuses/" + sha
+
+	resp, b := do(t, "POST", statuses, tok, `{"state":"pending","target_url":"https://ci.example.com/1","description":"applying","context":"kustomization/apps"}`)
+	st := decode(t, b)
+	if resp.StatusCode != 201 || resp.Header.Get("Location") != statuses {
+		t.Errorf("create: %d, Location %q: %s", resp.StatusCode, resp.Header.Get("Location"), b)
+	}
+	// The fields of "Create a commit status" in GitHub's REST reference.
+	for _, k := range []string{"url", "avatar_url", "id", "node_id", "state", "description", "target_url", "context", "created_at", "updated_at", "creator"} {
+		if at(st, k) == nil {
+			t.Errorf("status lacks %q: %s", k, b)
+		}
+	}
+	if at(st, "url") != statuses || at(st, "creator", "login") != "ferry-bot" {
+		t.Errorf("status: %s", b)
+	}
+	// The context defaults to "default"; description and target_url are null when unset.
+	_, b = do(t, "POST", statuses, tok, `{"state":"success"}`)
+	if st := decode(t, b); at(st, "context") != "default" || at(st, "description") != nil || at(st, "target_url") != nil {
+		t.Errorf("a status with the state alone: %s", b)
+	}
+	do(t, "POST", statuses, tok, `{"state":"failure","description":"apply failed","context":"kustomization/apps"}`)
+
+	// Listed newest first, by full SHA or by the branch of a pull request.
+	_, b = do(t, "GET", s.URL+"repos/acme/fleet/commits/"+sha+"/statuses", tok, "")
+	list := decode(t, b)
+	got := []any{at(list, 0, "state"), at(list, 1, "state"), at(list, 2, "state"), at(list, 3, "state")}
+	if diff := cmp.Diff([]any{"failure", "success", "pending", nil}, got); diff != "" {
+		t.Errorf("listed states (-want +got):\n%s", diff)
+	}
+	pr := s.AddPullRequest("acme", "fleet", "ferry-bot", "feature", "main", "t", "")
+	head := s.PullRequests("acme", "fleet")[0].PullRequest.HeadSHA
+	do(t, "POST", s.URL+"repos/acme/fleet/statuses/"+head, tok, `{"state":"success","context":"diff"}`)
+	_, b = do(t, "GET", s.URL+"repos/acme/fleet/commits/feature/statuses", tok, "")
+	if list := decode(t, b); at(list, 0, "context") != "diff" || at(list, 1) != nil {
+		t.Errorf("statuses of the head branch of #%d: %s", pr, b)
+	}
+
+	kept := s.Statuses("acme", "fleet", sha)
+	if len(kept) != 3 || kept[0].State != "pending" || kept[0].Context != "kustomization/apps" ||
+		kept[0].TargetURL != "https://ci.example.com/1" || kept[2].Description != "apply failed" || kept[2].Creator != "ferry-bot" {
+		t.Errorf("statuses the server keeps: %+v", kept)
+	}
+}
+
+func TestCommitStatusValidation(t *testing.T) {
+	s := githubtest.New(t)
+	tok := s.AddUser("ferry-bot")
+	s.AddRepo("acme", "fleet")
+	sha := "6dcb09b5b57875f334f61aebed695e2e4193db5e"
+	for _, tc := range []struct {
+		name, path, body, field, message string
+	}{
+		{"no state", sha, `{"context":"x"}`, "state", ""},
+		{"a state GitHub does not know", sha, `{"state":"warning"}`, "state", "state is not included in the list"},
+		{"a description over 140 characters", sha, `{"state":"success","description":"` + strings.Repeat("é", githubtest.MaxStatusDescription+1) + `"}`,
+			"description", "description is too long (maximum is 140 characters)"},
+		{"not a commit", "main-branch", `{"state":"success"}`, "sha", "No commit found for SHA: main-branch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, b := do(t, "POST", s.URL+"repos/acme/fleet/statuses/"+tc.path, tok, tc.body)
+			v := decode(t, b)
+			if resp.StatusCode != 422 || at(v, "message") != "Validation Failed" || at(v, "errors", 0, "field") != tc.field ||
+				(tc.message != "" && at(v, "errors", 0, "message") != tc.message) {
+				t.Errorf("%d %s", resp.StatusCode, b)
+			}
+		})
+	}
+	resp, b := do(t, "POST", s.URL+"repos/acme/fleet/statuses/"+sha, tok, `{"state":"success","description":"`+strings.Repeat("é", githubtest.MaxStatusDescription)+`"}`)
+	if resp.StatusCode != 201 {
+		t.Errorf("a description of exactly 140 characters: %d %s", resp.StatusCode, b)
+	}
+	if n := len(s.Statuses("acme", "fleet", sha)); n != 1 {
+		t.Errorf("%d statuses kept, want only the valid one", n)
+	}
+}

@@ -3,6 +3,7 @@ package githubtest
 import (
 	"cmp"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -17,7 +18,8 @@ import (
 )
 
 // The JSON below follows GitHub's REST API reference (version 2022-11-28):
-// https://docs.github.com/rest/issues, /rest/pulls and /rest/users. Only the
+// https://docs.github.com/rest/issues, /rest/pulls, /rest/users and
+// /rest/commits/statuses. Only the
 // fields a client may read are served; their names and types are GitHub's.
 
 type userJSON struct {
@@ -146,6 +148,20 @@ type pullJSON struct {
 	Merged             bool        `json:"merged"`
 }
 
+type statusJSON struct {
+	URL         string    `json:"url"`
+	AvatarURL   *string   `json:"avatar_url"`
+	ID          int64     `json:"id"`
+	NodeID      string    `json:"node_id"`
+	State       string    `json:"state"`
+	Description *string   `json:"description"`
+	TargetURL   *string   `json:"target_url"`
+	Context     string    `json:"context"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	Creator     *userJSON `json:"creator"`
+}
+
 // errorJSON is GitHub's client error body.
 type errorJSON struct {
 	Message          string       `json:"message"`
@@ -250,6 +266,8 @@ func (s *Server) handler() http.Handler {
 	route("POST /repos/{owner}/{repo}/issues", s.createIssue)
 	route("GET /repos/{owner}/{repo}/issues/{number}", s.getIssue)
 	route("PATCH /repos/{owner}/{repo}/issues/{number}", s.editIssue)
+	route("GET /repos/{owner}/{repo}/commits/{ref}/statuses", s.listStatuses)
+	route("POST /repos/{owner}/{repo}/statuses/{sha}", s.createStatus)
 	route("/", func(c *call) { c.notFound() })
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -721,6 +739,94 @@ func (s *Server) editIssue(c *call) {
 	c.json(http.StatusOK, s.issueJSON(c.base, r, is))
 }
 
+const docCreateStatus = docs + "/commits/statuses#create-a-commit-status"
+
+// commitSHA resolves a ref to a commit: a full SHA (the server has no git,
+// so any), or the head branch of a pull request.
+func commitSHA(r *repo, ref string) (string, bool) {
+	if len(ref) == 40 || len(ref) == 64 {
+		if _, err := hex.DecodeString(ref); err == nil {
+			return strings.ToLower(ref), true
+		}
+	}
+	for i := len(r.issues) - 1; i >= 0; i-- {
+		if p := r.issues[i].PullRequest; p != nil && p.Head == ref {
+			return p.HeadSHA, true
+		}
+	}
+	return "", false
+}
+
+// listStatuses lists the statuses of a ref newest first, as GitHub does.
+func (s *Server) listStatuses(c *call) {
+	r, _, ok := s.target(c)
+	if !ok {
+		return
+	}
+	sha, ok := commitSHA(r, c.r.PathValue("ref"))
+	if !ok {
+		c.fail(http.StatusNotFound, "No commit found for SHA: "+c.r.PathValue("ref"), docs+"/commits/statuses#list-commit-statuses-for-a-reference")
+		return
+	}
+	var all []*Status
+	for i := len(r.statuses) - 1; i >= 0; i-- {
+		if r.statuses[i].SHA == sha {
+			all = append(all, r.statuses[i])
+		}
+	}
+	page(s, c, all, func(st *Status) statusJSON { return s.statusJSON(c.base, r, st) })
+}
+
+func (s *Server) createStatus(c *call) {
+	r, _, ok := s.target(c)
+	if !ok {
+		return
+	}
+	sha, ok := commitSHA(r, c.r.PathValue("sha"))
+	if !ok {
+		c.invalid(docCreateStatus, fieldError{Resource: "Status", Code: "custom", Field: "sha",
+			Message: "No commit found for SHA: " + c.r.PathValue("sha")})
+		return
+	}
+	var in struct {
+		State       string  `json:"state"`
+		TargetURL   *string `json:"target_url"`
+		Description *string `json:"description"`
+		Context     *string `json:"context"`
+	}
+	if !c.decode(&in) {
+		return
+	}
+	switch in.State {
+	case "":
+		c.invalid(docCreateStatus, fieldError{Resource: "Status", Code: "missing_field", Field: "state"})
+		return
+	case "pending", "success", "failure", "error":
+	default:
+		c.invalid(docCreateStatus, fieldError{Resource: "Status", Code: "custom", Field: "state",
+			Message: "state is not included in the list"})
+		return
+	}
+	if utf8.RuneCountInString(deref(in.Description)) > MaxStatusDescription {
+		c.invalid(docCreateStatus, fieldError{Resource: "Status", Code: "custom", Field: "description",
+			Message: fmt.Sprintf("description is too long (maximum is %d characters)", MaxStatusDescription)})
+		return
+	}
+	st := &Status{
+		ID:          s.id(),
+		SHA:         sha,
+		State:       in.State,
+		Context:     cmp.Or(deref(in.Context), "default"),
+		Description: deref(in.Description),
+		TargetURL:   deref(in.TargetURL),
+		Creator:     c.user.Login,
+		Created:     s.tick(),
+	}
+	r.statuses = append(r.statuses, st)
+	out := s.statusJSON(c.base, r, st)
+	c.created(out.URL, out)
+}
+
 // page answers with the page of all the request asks for, each item as
 // render writes it.
 func page[T, J any](s *Server, c *call, all []T, render func(T) J) {
@@ -825,6 +931,30 @@ func (s *Server) commentJSON(base string, r *repo, cm *Comment) commentJSON {
 		UpdatedAt:         cm.Updated,
 		AuthorAssociation: s.association(r, cm.Author),
 	}
+}
+
+func (s *Server) statusJSON(base string, r *repo, st *Status) statusJSON {
+	creator := s.userJSON(base, st.Creator)
+	out := statusJSON{
+		URL:       fmt.Sprintf("%srepos/%s/%s/statuses/%s", base, r.owner, r.name, st.SHA),
+		AvatarURL: &creator.AvatarURL,
+		ID:        st.ID,
+		NodeID:    fmt.Sprintf("SC_kwDO%08d", st.ID),
+		State:     st.State,
+		Context:   st.Context,
+		CreatedAt: st.Created,
+		UpdatedAt: st.Created,
+		Creator:   &creator,
+	}
+	if st.Description != "" {
+		d := st.Description
+		out.Description = &d
+	}
+	if st.TargetURL != "" {
+		u := st.TargetURL
+		out.TargetURL = &u
+	}
+	return out
 }
 
 func (s *Server) association(r *repo, login string) string {
