@@ -151,11 +151,29 @@ func openStatuses(kind, address, token string) (notify.Statuses, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, ok := f.(notify.Statuses)
-	if !ok {
-		return nil, fmt.Errorf("the %s client cannot set commit statuses", kind)
+	return forgeStatuses{f}, nil
+}
+
+// forgeStatuses are the commit statuses of a forge, as notify reads and
+// sets them.
+type forgeStatuses struct{ f forge.Forge }
+
+var _ notify.Statuses = forgeStatuses{}
+
+func (s forgeStatuses) CommitStatuses(ctx context.Context, sha string) ([]notify.CommitStatus, error) {
+	list, err := s.f.CommitStatuses(ctx, sha)
+	if err != nil {
+		return nil, err
 	}
-	return s, nil
+	out := make([]notify.CommitStatus, len(list))
+	for i, c := range list {
+		out[i] = notify.CommitStatus{State: c.State, Context: c.Context, Description: c.Description, TargetURL: c.TargetURL}
+	}
+	return out, nil
+}
+
+func (s forgeStatuses) SetCommitStatus(ctx context.Context, sha string, c notify.CommitStatus) error {
+	return s.f.SetCommitStatus(ctx, sha, forge.CommitStatus{State: c.State, Context: c.Context, Description: c.Description, TargetURL: c.TargetURL})
 }
 
 // statusForge is the forge configuration of a commit-status Provider:

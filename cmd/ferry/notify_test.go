@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,11 +17,14 @@ import (
 	"testing"
 	"time"
 
+	"code.gitea.io/sdk/gitea"
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ferry-ci/ferry/internal/forge/giteatest"
+	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/notify"
 	"github.com/ferry-ci/ferry/internal/testtree"
@@ -362,4 +366,72 @@ spec:
 	}
 	step("reverted", nil, "app DriftResolved info")
 	step("reverted, unchanged", nil)
+}
+
+// TestApplyCommitStatusesGitea applies a commit pushed to a real Gitea
+// whose repository a gitea Provider names: one status per target, with
+// the state of its apply; an unchanged re-apply posts nothing new.
+func TestApplyCommitStatusesGitea(t *testing.T) {
+	g := giteatest.Require(t)
+	bot := giteatest.Unique("ferry-bot")
+	token := g.CreateUser(t, bot)
+	name := giteatest.Unique("fleet")
+	g.CreateRepo(t, bot, name)
+
+	ns := cp.Namespace(t)
+	dir := t.TempDir()
+	r := gittest.Init(t, dir)
+	r.Write(t, "ferry.yaml", fmt.Sprintf(`targets:
+  - {name: ok, path: ok}
+  - {name: bad, path: bad}
+notifications:
+  providers: [{name: gitea, type: gitea, address: "%s%s/%s", secretRef: {name: gitea-token}}]
+  alerts: [{name: statuses, providerRef: {name: gitea}, eventSources: [{kind: Kustomization, name: "*"}]}]
+`, g.URL, bot, name))
+	for _, n := range []string{"ok", "bad"} {
+		r.Write(t, n+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-"+n+", namespace: "+ns+"}\ndata: {k: v}\n")
+	}
+	sha := r.Commit(t, "fleet")
+	r.AddRemote(t, "gitea", g.CloneURL(bot, name))
+	r.PushHead(t, "gitea", "main", gittest.Auth{User: giteatest.AdminUser, Password: g.AdminToken})
+
+	vars := map[string]string{"TEST_KUBECONFIG": string(cp.Require(t).Kubeconfig()), "FERRY_SECRET_GITEA_TOKEN_TOKEN": token}
+	holdLease(t, ns, "bad")
+	args := []string{"apply", "--repo", dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", ns, "--lock-timeout", "1s", "--revision", sha}
+	if res := ferry(t, vars, args...); res.code != exitError || strings.Contains(res.stderr, "warning: notification") || strings.Contains(res.stderr+res.stdout, token) {
+		t.Fatalf("apply: exit %d (want %d, bad fails), no notification warning, no token:\n%s", res.code, exitError, res.stderr)
+	}
+	statuses := func() map[string]string {
+		list, _, err := g.Client(t, token).ListStatuses(bot, name, sha, gitea.ListStatusesOption{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The context is kind/name/<hash of the provider's identity>, as
+		// notification-controller sets it.
+		out := map[string]string{}
+		for _, s := range list {
+			ctx := s.Context
+			if i := strings.LastIndex(ctx, "/"); i > 0 && strings.Count(ctx, "/") == 2 {
+				ctx = ctx[:i]
+			}
+			out[ctx+" "+string(s.State)] = s.Description
+		}
+		return out
+	}
+	first := statuses()
+	got := slices.Sorted(maps.Keys(first))
+	if want := []string{"kustomization/bad failure", "kustomization/ok success"}; !cmp.Equal(want, got) {
+		t.Errorf("statuses on %s: %q, want %q", sha, got, want)
+	}
+	// ok again, unchanged: the same status is not posted twice.
+	if res := ferry(t, vars, append(args, "ok")...); res.code != 0 {
+		t.Fatalf("re-apply ok: exit %d: %s", res.code, res.stderr)
+	}
+	list, _, err := g.Client(t, token).ListStatuses(bot, name, sha, gitea.ListStatusesOption{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 {
+		t.Errorf("after an unchanged re-apply %d statuses, want still 2", len(list))
+	}
 }
