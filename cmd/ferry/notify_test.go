@@ -435,3 +435,47 @@ notifications:
 		t.Errorf("after an unchanged re-apply %d statuses, want still 2", len(list))
 	}
 }
+
+// TestBumpNotifications: bump --pr sends PullRequestOpened per policy it
+// opened a pull request for, its involved object the ImagePolicy, and
+// nothing on a run that changes nothing.
+func TestBumpNotifications(t *testing.T) {
+	hooks := newHookServer(t)
+	reg, gh, token := startGitHubBump(t)
+	dir := bumpFixture(t, "fleet", reg.Host, nil)
+	testtree.Write(t, dir, map[string]string{"ferry.yaml": `notifications:
+  providers: [{name: hook, type: generic, secretRef: {name: hook}}]
+  alerts: [{name: prs, providerRef: {name: hook}, eventSources: [{kind: ImagePolicy, name: "*", namespace: flux-system}, {kind: ImagePolicy, name: "*", namespace: apps}]}]
+`})
+	local, _ := bareRemote(t, dir)
+	local.PushHead(t, "origin", "main", gittest.Auth{})
+	env := githubBumpEnv(reg, gh, token)
+	env["FERRY_SECRET_HOOK_ADDRESS"] = hooks.URL + "/prs/s3cr3t"
+
+	res := ferry(t, env, "bump", "--pr", "--repo", dir)
+	if res.code != exitOK {
+		t.Fatalf("bump --pr: exit %d\n%s", res.code, res.stderr)
+	}
+	evs := hooks.take("/prs/s3cr3t")
+	var got []string
+	for _, e := range evs {
+		got = append(got, e.InvolvedObject.Kind+"/"+e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name+" "+e.Reason)
+		if !strings.Contains(e.Message, " -> ") || !strings.Contains(e.Message, "/pull/") {
+			t.Errorf("message %q: want old -> new and the pull request's URL", e.Message)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"ImagePolicy/apps/build PullRequestOpened", "ImagePolicy/flux-system/api PullRequestOpened", "ImagePolicy/flux-system/app PullRequestOpened"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s\nstderr:\n%s", diff, res.stderr)
+	}
+	if strings.Contains(res.stdout+res.stderr, "s3cr3t") {
+		t.Error("output holds the webhook address")
+	}
+	if again := ferry(t, env, "bump", "--pr", "--repo", dir); again.code != exitOK {
+		t.Fatalf("second bump --pr: exit %d\n%s", again.code, again.stderr)
+	}
+	if evs := hooks.take("/prs/s3cr3t"); len(evs) != 0 {
+		t.Errorf("a run that changed no pull request sent %v", summarize(evs))
+	}
+}

@@ -134,6 +134,15 @@ func (n *NotificationsConfig) check() error {
 	return nil
 }
 
+// AllClusters, as the cluster of Notifications and ClusterSecret, stands
+// for every cluster of the repository together: for events that belong
+// to none (ferry bump's).
+const AllClusters = "*"
+
+// inCluster reports whether t belongs to cluster (or cluster is
+// AllClusters).
+func inCluster(t *Target, cluster string) bool { return cluster == AllClusters || t.Cluster == cluster }
+
 // isNotification reports a Provider or Alert object.
 func isNotification(o *unstructured.Unstructured) bool {
 	gvk := o.GroupVersionKind()
@@ -162,9 +171,15 @@ func (r *Repo) Notifications(ctx context.Context, cluster string) (notify.Config
 			objs = append(objs, o)
 		}
 	}
-	add(r.rootObjs[cluster])
+	if cluster == AllClusters {
+		for _, c := range r.Clusters {
+			add(r.rootObjs[c.Name])
+		}
+	} else {
+		add(r.rootObjs[cluster])
+	}
 	for _, t := range r.Targets {
-		if t.Cluster != cluster {
+		if !inCluster(t, cluster) {
 			continue
 		}
 		if res, err := r.build(ctx, t); err == nil {
@@ -190,11 +205,20 @@ func (r *Repo) Notifications(ctx context.Context, cluster string) (notify.Config
 // are built) and returns its values by key: data decoded from base64,
 // with stringData over it. false when no render holds it.
 func (r *Repo) ClusterSecret(ctx context.Context, cluster, namespace, name string) (map[string]string, bool) {
-	if o := r.rootVars[cluster][objectKey{"Secret", namespace, name}]; o != nil {
-		return secretValues(o), true
+	roots := []string{cluster}
+	if cluster == AllClusters {
+		roots = roots[:0]
+		for _, c := range r.Clusters {
+			roots = append(roots, c.Name)
+		}
+	}
+	for _, c := range roots {
+		if o := r.rootVars[c][objectKey{"Secret", namespace, name}]; o != nil {
+			return secretValues(o), true
+		}
 	}
 	for _, t := range r.Targets {
-		if t.Cluster != cluster {
+		if !inCluster(t, cluster) {
 			continue
 		}
 		res, err := r.build(ctx, t)

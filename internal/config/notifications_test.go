@@ -169,3 +169,26 @@ func TestNotificationsOfCluster(t *testing.T) {
 		t.Errorf("ClusterSecret(production, hook-url) = %v, true; production's renders hold no such Secret", got)
 	}
 }
+
+func TestNotificationsOfAllClusters(t *testing.T) {
+	t.Parallel()
+	repo := load(t, testtree.New(t, notifyFleet))
+	cfg, err := repo.Notifications(t.Context(), config.AllClusters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range cfg.Providers {
+		got = append(got, p.ID())
+	}
+	for _, a := range cfg.Alerts {
+		got = append(got, a.ID())
+	}
+	want := []string{"Provider/flux-system/chat", "Provider/flux-system/hook", "Alert/flux-system/everything", "Alert/flux-system/failures"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Notifications(AllClusters) (-want +got):\n%s", diff)
+	}
+	if _, ok := repo.ClusterSecret(t.Context(), config.AllClusters, "flux-system", "hook-url"); !ok {
+		t.Error("ClusterSecret(AllClusters, hook-url) found nothing; staging's root holds it")
+	}
+}
