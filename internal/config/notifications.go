@@ -1,13 +1,17 @@
 package config
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/notify"
 )
 
@@ -156,6 +160,9 @@ func isNotification(o *unstructured.Unstructured) bool {
 // then targets in order, then ferry.yaml). A target that does not build
 // is passed over: its own command reports that.
 func (r *Repo) Notifications(ctx context.Context, cluster string) (notify.Config, error) {
+	if !r.mayNotify() {
+		return notify.Config{}, nil // spares the renders of every target
+	}
 	var objs []*unstructured.Unstructured
 	seen := map[string]bool{}
 	add := func(list []*unstructured.Unstructured) {
@@ -199,6 +206,43 @@ func (r *Repo) Notifications(ctx context.Context, cluster string) (notify.Config
 	}
 	return cfg, nil
 }
+
+// mayNotify reports whether the repository may declare notifications:
+// ferry.yaml has some, or a YAML file of the repository (or of a source
+// checked out beside it) names the notification API group. Without
+// either, Notifications needs not render every target of a cluster to
+// find none. (Notification objects only a remote base or a Helm chart
+// would bring are not looked for.)
+func (r *Repo) mayNotify() bool {
+	if r.notifyFiles != nil {
+		return *r.notifyFiles
+	}
+	found := r.File != nil && r.File.Notifications != nil && (len(r.File.Notifications.Providers) > 0 || len(r.File.Notifications.Alerts) > 0)
+	dirs := []string{r.Root}
+	for _, t := range r.Targets {
+		if !slices.Contains(dirs, t.Root) {
+			dirs = append(dirs, t.Root)
+		}
+	}
+	needle := []byte(NotificationGroup)
+	for _, dir := range dirs {
+		if found {
+			break
+		}
+		_ = manifest.WalkYAML(dir, func(_ string, data []byte) error {
+			if bytes.Contains(data, needle) {
+				found = true
+				return errStopWalk
+			}
+			return nil
+		})
+	}
+	r.notifyFiles = &found
+	return found
+}
+
+// errStopWalk ends a walk early.
+var errStopWalk = errors.New("stop")
 
 // ClusterSecret finds the Secret namespace/name among what cluster's
 // renders hold (its root, then its targets' builds, decrypted as they
