@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/kube"
+	"github.com/ferry-ci/ferry/internal/notify"
 	"github.com/ferry-ci/ferry/internal/render"
 )
 
@@ -23,6 +24,7 @@ type applyOptions struct {
 	format   *choiceValue
 	parallel int
 	apply    kube.ApplyOptions
+	notify   notifyFlags
 }
 
 func newApplyCmd(e *env) *cobra.Command {
@@ -55,6 +57,7 @@ func newApplyCmd(e *env) *cobra.Command {
 	f.DurationVar(&a.Lock.Wait, "lock-timeout", a.Lock.Wait, "how long to wait for another run of the same target")
 	f.IntVar(&a.Concurrency, "concurrency", a.Concurrency, "requests in flight within a wave")
 	f.IntVar(&o.parallel, "parallel", 8, "targets applied at once, where none waits for another")
+	o.notify.register(f)
 	return cmd
 }
 
@@ -67,7 +70,9 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	}
 	fleet, preflight, err := o.fleet(ctx, e, repo, targets)
 	if err != nil {
-		return fmt.Errorf("nothing was applied: %w", err)
+		err = fmt.Errorf("nothing was applied: %w", err)
+		o.notifyNothingApplied(ctx, e, repo, targets, err)
+		return err
 	}
 	// Invariant 1 across targets: with several targets, every one is
 	// preflighted (mapped, dry-run, guards evaluated) before the first
@@ -75,7 +80,9 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	var plan *kube.FleetPlan
 	if preflight {
 		if plan, err = kube.PreflightFleet(ctx, fleet, o.parallel); err != nil {
-			return fmt.Errorf("nothing was applied: %w", err)
+			err = fmt.Errorf("nothing was applied: %w", err)
+			o.notifyNothingApplied(ctx, e, repo, targets, err)
+			return err
 		}
 	}
 	// Targets apply by the dependency graph, independent ones concurrently;
@@ -94,7 +101,64 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	e.output("applied", strconv.Itoa(kube.CountAll(sets, kube.Created, kube.Configured, kube.Replaced)))
 	e.output("pruned", strconv.Itoa(kube.CountAll(sets, kube.Pruned)))
 	e.summary(kube.MarkdownChangeSets(sets))
+	if !o.apply.DryRun {
+		e.notify(ctx, o.notify, repo, applyEvents(targets, sets))
+	}
 	return applyErr
+}
+
+// applyEvents are the events of an apply, by cluster: for each target
+// ReconciliationSucceeded (info) with the counts of its change set,
+// ReconciliationFailed (error) with its error, or DependencyNotReady
+// (error) saying which dependency stopped it.
+func applyEvents(targets []*config.Target, sets []*kube.ChangeSet) map[string][]notify.Event {
+	byName := map[string]*config.Target{}
+	for _, t := range targets {
+		byName[t.Name] = t
+	}
+	out := map[string][]notify.Event{}
+	for _, cs := range sets {
+		if cs == nil || byName[cs.Target] == nil {
+			continue
+		}
+		t := byName[cs.Target]
+		var ev notify.Event
+		switch {
+		case cs.NotAttempted != "":
+			ev = targetEvent(t, notify.SeverityError, "DependencyNotReady", cs.Revision, "Not applied: "+cs.NotAttempted)
+		case cs.Error != "":
+			ev = targetEvent(t, notify.SeverityError, "ReconciliationFailed", cs.Revision, cs.Error)
+		default:
+			ev = targetEvent(t, notify.SeverityInfo, "ReconciliationSucceeded", cs.Revision, appliedMessage(cs))
+		}
+		out[t.Cluster] = append(out[t.Cluster], ev)
+	}
+	return out
+}
+
+// appliedMessage is "Applied revision 0123456789ab: 3 created, 2 configured,
+// 5 unchanged, 1 pruned".
+func appliedMessage(cs *kube.ChangeSet) string {
+	msg := "Applied"
+	if cs.Revision != "" {
+		msg += " revision " + kube.ShortRevision(cs.Revision)
+	}
+	return fmt.Sprintf("%s: %d created, %d configured, %d unchanged, %d pruned", msg,
+		cs.Count(kube.Created), cs.Count(kube.Configured)+cs.Count(kube.Replaced), cs.Count(kube.Unchanged), cs.Count(kube.Pruned))
+}
+
+// notifyNothingApplied sends ReconciliationFailed for every target when
+// the run stopped before its first write (a render or preflight error).
+func (o *applyOptions) notifyNothingApplied(ctx context.Context, e *env, repo *config.Repo, targets []*config.Target, err error) {
+	if o.apply.DryRun {
+		return
+	}
+	revision, _ := checkedOut(e, repo.Root, o.revision)
+	events := map[string][]notify.Event{}
+	for _, t := range targets {
+		events[t.Cluster] = append(events[t.Cluster], targetEvent(t, notify.SeverityError, "ReconciliationFailed", revision, err.Error()))
+	}
+	e.notify(ctx, o.notify, repo, events)
 }
 
 // selectTargets loads the repository and the targets to apply. Invariant

@@ -28,6 +28,8 @@ type bumpOptions struct {
 	branch, title       string
 	group               bool
 	author              string
+
+	notify notifyFlags
 }
 
 func newBumpCmd(e *env) *cobra.Command {
@@ -60,6 +62,7 @@ func newBumpCmd(e *env) *cobra.Command {
 	f.StringVar(&o.title, "title", "", "with --pr: pull request title `TEMPLATE` (default \""+bump.DefaultTitle+"\", grouped \""+bump.DefaultGroupedTitle+"\")")
 	f.BoolVar(&o.group, "group", false, "with --pr: one pull request for every policy instead of one per policy")
 	f.StringVar(&o.author, "author", bump.DefaultAuthor, "with --pr: the commits' `AUTHOR`, as \"Name <email>\"")
+	o.notify.register(f)
 	return cmd
 }
 

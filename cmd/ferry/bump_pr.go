@@ -47,6 +47,7 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, scan *bump.Scan) err
 			fmt.Fprintf(e.stdout, "  %s:%d  %s -> %s\n", c.File, c.Line, c.Old, c.New)
 		}
 	}
+	o.notifyPRs(ctx, e, opened)
 	if err != nil {
 		return err
 	}

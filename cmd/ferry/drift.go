@@ -30,7 +30,8 @@ type driftOptions struct {
 	issueLabel  string
 	compare     kube.CompareOptions
 	// apply holds the heal's apply options.
-	apply kube.ApplyOptions
+	apply  kube.ApplyOptions
+	notify notifyFlags
 }
 
 func newDriftCmd(e *env) *cobra.Command {
@@ -62,6 +63,7 @@ func newDriftCmd(e *env) *cobra.Command {
 	f.BoolVar(&a.AllowMassPrune, "allow-mass-prune", false, "with --heal: allow a prune that deletes more than half of the inventory")
 	f.DurationVar(&a.Lock.Wait, "lock-timeout", a.Lock.Wait, "with --heal: how long to wait for another run of the same target")
 	f.DurationVar(&a.Timeout, "timeout", a.Timeout, "with --heal: how long CRD establishment may take")
+	o.notify.register(f)
 	return cmd
 }
 
@@ -103,6 +105,7 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	if err := reportDriftToActions(e, reports, summary); err != nil {
 		return err
 	}
+	o.notifyDrift(ctx, e, repo, targets, reports)
 
 	return o.driftStatus(reports, issueErr)
 }

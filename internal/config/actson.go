@@ -9,10 +9,11 @@ import (
 // ActsOn says why ferry does the work of a Flux object itself, "" for
 // any other object. In a push setup no Flux controller runs in the
 // cluster: a Kustomization is a target of ferry's own, a source is read
-// from the checkout, and image automation is ferry bump. So a render that
-// holds such objects (a parent Kustomization listing its children, say)
-// must not fail on a cluster without Flux's CRDs; ferry apply, drift and
-// diff --live leave them out there (kube.ApplyOptions.LeaveOut). A
+// from the checkout, image automation is ferry bump, and notifications
+// are sent by ferry itself. So a render that holds such objects (a
+// parent Kustomization listing its children, say) must not fail on a
+// cluster without Flux's CRDs; ferry apply, drift and diff --live leave
+// them out there (kube.ApplyOptions.LeaveOut). A
 // cluster that has the CRDs gets them applied as before.
 func ActsOn(u *unstructured.Unstructured) string {
 	gvk := u.GroupVersionKind()
@@ -41,6 +42,13 @@ func ActsOn(u *unstructured.Unstructured) string {
 			return "Flux Operator instance, whose sync ferry does itself; the cluster has no Flux Operator CRDs"
 		case "ResourceSet", "ResourceSetInputProvider":
 			return "Flux Operator " + gvk.Kind + ", not handled by ferry yet; the cluster has no Flux Operator CRDs"
+		}
+	case NotificationGroup:
+		switch gvk.Kind {
+		case "Provider", "Alert":
+			return "Flux notification " + gvk.Kind + ", whose events ferry sends itself; the cluster has no Flux CRDs"
+		case "Receiver":
+			return "Flux Receiver, whose webhook CI's own triggers replace; the cluster has no Flux CRDs"
 		}
 	case ImageGroup:
 		switch gvk.Kind {

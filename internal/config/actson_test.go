@@ -31,7 +31,12 @@ func TestActsOn(t *testing.T) {
 		// Flux objects ferry does not do the work of: a cluster without
 		// their CRDs is an error, as for any unknown kind.
 		{"helm.toolkit.fluxcd.io/v2beta1", "HelmRelease", false}, // not rendered by ferry
-		{"notification.toolkit.fluxcd.io/v1beta3", "Alert", false},
+		{"notification.toolkit.fluxcd.io/v1beta3", "Alert", true},
+		{"notification.toolkit.fluxcd.io/v1beta2", "Alert", true},
+		{"notification.toolkit.fluxcd.io/v1beta3", "Provider", true},
+		{"notification.toolkit.fluxcd.io/v1beta1", "Provider", true},
+		{"notification.toolkit.fluxcd.io/v1", "Receiver", true},
+		{"notification.toolkit.fluxcd.io/v1", "Bucket", false},
 		{"kustomize.config.k8s.io/v1beta1", "Kustomization", false},
 		{"fluxcd.controlplane.io/v1", "FluxReport", false},
 		{"v1", "ConfigMap", false},

@@ -92,7 +92,7 @@ func (d *discovery) renderRoots(ctx context.Context) error {
 			return fmt.Errorf("discovering targets of cluster %q: %w", root.Name, err)
 		}
 		r.rootVars[root.Name] = substitutionSources(res.Set.Objects)
-		r.rootObjs[root.Name] = fluxSources(res.Set.Objects)
+		r.rootObjs[root.Name] = rootKept(res.Set.Objects)
 		r.rootAPIs[root.Name] = definedAPIVersions(res.Set.Objects)
 		d.idx.markRead(d.reached, r.repoFiles(dir, res.Files))
 		for _, o := range res.Set.Objects {

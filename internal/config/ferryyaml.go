@@ -40,6 +40,9 @@ type File struct {
 	// ImagePolicies, when present, replace discovery of Flux
 	// ImageRepository and ImagePolicy objects for ferry bump.
 	ImagePolicies []ImagePolicyConfig `json:"imagePolicies,omitempty" yaml:"imagePolicies,omitempty"`
+	// Notifications declares Flux Providers and Alerts for every cluster,
+	// beside those the clusters' renders hold.
+	Notifications *NotificationsConfig `json:"notifications,omitempty" yaml:"notifications,omitempty"`
 }
 
 // ImagePolicyConfig declares one image policy with the field names of a
@@ -305,6 +308,9 @@ func ParseFile(data []byte) (*File, error) {
 			return nil, fmt.Errorf("%s: image policy %q is declared twice", FileName, ns+"/"+p.Name)
 		}
 		policies[ns+"/"+p.Name] = true
+	}
+	if err := f.Notifications.check(); err != nil {
+		return nil, err
 	}
 	return &f, nil
 }

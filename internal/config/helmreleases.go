@@ -549,6 +549,19 @@ func fluxSources(objs []*unstructured.Unstructured) []*unstructured.Unstructured
 	return out
 }
 
+// rootKept are the objects of a cluster root kept after discovery: its
+// Flux sources (for clusterObject) and its notification objects (for
+// Notifications).
+func rootKept(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := fluxSources(objs)
+	for _, o := range objs {
+		if isNotification(o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // hook marks u as a hook of phase.
 func hook(u *unstructured.Unstructured, phase string) *unstructured.Unstructured {
 	a := u.GetAnnotations()

@@ -112,6 +112,8 @@ type Repo struct {
 	busy      map[*Target]bool
 	expanded  map[*Target]*render.Result // Render: builds with their HelmReleases expanded
 	expandErr map[*Target]error
+	// notifyFiles caches mayNotify.
+	notifyFiles *bool
 }
 
 // Load reads ferry.yaml and, when it declares no targets, discovers them

@@ -27,6 +27,8 @@ const (
 	// OperatorGroup is the Flux Operator's: FluxInstance, ResourceSet,
 	// ResourceSetInputProvider.
 	OperatorGroup = "fluxcd.controlplane.io"
+	// NotificationGroup holds Flux's Provider, Alert and Receiver.
+	NotificationGroup = "notification.toolkit.fluxcd.io"
 )
 
 // isFluxGroup reports an API group of Flux's controllers or of the Flux

@@ -253,3 +253,50 @@ func addString(list []string, s string) []string {
 }
 
 func ptrTrue() *bool { b := true; return &b }
+
+// AnnotationNotifiedDrift, on a target's inventory Secret, is the drift
+// state last notified for the target ("in-sync", or "drift:" and a hash
+// of what drifted), so ferry drift sends an event once per change of
+// state rather than on every scheduled run. It is written by its own
+// field manager, NotifyFieldManager, so an apply (manager ferry) keeps it.
+const (
+	AnnotationNotifiedDrift = "ferry.dev/notified-drift"
+	NotifyFieldManager      = "ferry-notify"
+)
+
+// NotifiedDrift reads the drift state last notified for target (see
+// AnnotationNotifiedDrift); exists is false when the target has no
+// inventory.
+func (c *Client) NotifiedDrift(ctx context.Context, target, namespace string) (state string, exists bool, err error) {
+	s, err := c.clientset.CoreV1().Secrets(namespace).Get(ctx, ParentName(target), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("reading inventory Secret/%s/%s: %w", namespace, ParentName(target), err)
+	}
+	return s.Annotations[AnnotationNotifiedDrift], true, nil
+}
+
+// SetNotifiedDrift records state as the drift state last notified for
+// target, on its existing inventory Secret.
+func (c *Client) SetNotifiedDrift(ctx context.Context, target, namespace, state string) error {
+	name := ParentName(target)
+	body, err := json.Marshal(map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Secret",
+		"metadata": map[string]any{
+			"name":        name,
+			"namespace":   namespace,
+			"annotations": map[string]any{AnnotationNotifiedDrift: state},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	opts := metav1.PatchOptions{FieldManager: NotifyFieldManager, Force: ptrTrue()}
+	if _, err := c.clientset.CoreV1().Secrets(namespace).Patch(ctx, name, types.ApplyPatchType, body, opts); err != nil {
+		return fmt.Errorf("writing inventory Secret/%s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
