@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
+	"github.com/ferry-ci/ferry/internal/forge/githubtest"
 	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/notify"
@@ -477,5 +478,60 @@ func TestBumpNotifications(t *testing.T) {
 	}
 	if evs := hooks.take("/prs/s3cr3t"); len(evs) != 0 {
 		t.Errorf("a run that changed no pull request sent %v", summarize(evs))
+	}
+}
+
+// TestApplyCommitStatusesGitHub is TestApplyCommitStatusesGitea on the
+// GitHub test server (its Enterprise API path, /api/v3/, as a github
+// Provider on another host than github.com reaches it): one status per
+// target on the applied commit, failure for the target that fails, and
+// nothing posted again by an unchanged re-apply.
+func TestApplyCommitStatusesGitHub(t *testing.T) {
+	gh := githubtest.New(t)
+	token := gh.AddUser("ferry-bot")
+	gh.AddRepo("acme", "fleet")
+
+	ns := cp.Namespace(t)
+	dir := t.TempDir()
+	r := gittest.Init(t, dir)
+	r.Write(t, "ferry.yaml", fmt.Sprintf(`targets:
+  - {name: ok, path: ok}
+  - {name: bad, path: bad}
+notifications:
+  providers: [{name: github, type: github, address: "%sacme/fleet", secretRef: {name: github-token}}]
+  alerts: [{name: statuses, providerRef: {name: github}, eventSources: [{kind: Kustomization, name: "*"}]}]
+`, gh.URL))
+	for _, n := range []string{"ok", "bad"} {
+		r.Write(t, n+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-"+n+", namespace: "+ns+"}\ndata: {k: v}\n")
+	}
+	sha := r.Commit(t, "fleet")
+
+	vars := map[string]string{"TEST_KUBECONFIG": string(cp.Require(t).Kubeconfig()), "FERRY_SECRET_GITHUB_TOKEN_TOKEN": token}
+	holdLease(t, ns, "bad")
+	args := []string{"apply", "--repo", dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", ns, "--lock-timeout", "1s", "--revision", sha}
+	if res := ferry(t, vars, args...); res.code != exitError || strings.Contains(res.stderr, "warning: notification") || strings.Contains(res.stderr+res.stdout, token) {
+		t.Fatalf("apply: exit %d (want %d, bad fails), no notification warning, no token:\n%s", res.code, exitError, res.stderr)
+	}
+	statuses := func() []string {
+		var out []string
+		for _, s := range gh.Statuses("acme", "fleet", sha) {
+			// The context is kind/name/<hash of the provider's identity>.
+			parts := strings.Split(s.Context, "/")
+			if len(parts) != 3 || s.Creator != "ferry-bot" {
+				t.Errorf("status context %q by %q, want kind/name/hash by ferry-bot", s.Context, s.Creator)
+			}
+			out = append(out, parts[0]+"/"+parts[1]+" "+s.State)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if want, got := []string{"kustomization/bad failure", "kustomization/ok success"}, statuses(); !cmp.Equal(want, got) {
+		t.Errorf("statuses on %s: %q, want %q", sha, got, want)
+	}
+	if res := ferry(t, vars, append(args, "ok")...); res.code != 0 {
+		t.Fatalf("re-apply ok: exit %d: %s", res.code, res.stderr)
+	}
+	if n := len(gh.Statuses("acme", "fleet", sha)); n != 2 {
+		t.Errorf("after an unchanged re-apply %d statuses, want still 2", n)
 	}
 }
