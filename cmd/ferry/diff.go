@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/confine"
 	"github.com/ferry-ci/ferry/internal/diff"
 	"github.com/ferry-ci/ferry/internal/kube"
+	"github.com/ferry-ci/ferry/internal/notify"
 )
 
 type diffOptions struct {
@@ -30,6 +31,10 @@ type diffOptions struct {
 	live        bool
 	cluster     clusterFlags
 	inventoryNS string
+	// Notifications are opt-in for diff: --notify (notifyOn) sends an
+	// event per target that changes (see diff_notify.go).
+	notifyOn bool
+	notify   notifyFlags
 }
 
 func newDiffCmd(e *env) *cobra.Command {
@@ -53,6 +58,9 @@ func newDiffCmd(e *env) *cobra.Command {
 	f.StringVar(&o.reportFile, "report-file", "", "also write the full markdown report to `FILE` (for an artifact)")
 	f.Var(o.color, "color", "color the text report: auto, always or never")
 	f.BoolVar(&o.comment, "comment", false, "keep the markdown report in one comment on the pull request")
+	f.BoolVar(&o.notifyOn, "notify", false, "send an event per target that changes to the repository's Flux Alerts (a github or gitea Provider sets a commit status on the head)")
+	f.BoolVar(&o.notify.dryRun, "notify-dry-run", false, "with --notify: print the notifications' payloads (secrets masked) instead of sending them")
+	f.DurationVar(&o.notify.total, "notify-timeout", notify.DefaultTotal, "how long all notifications of the run may take together")
 	f.StringVar(&o.forge, "forge", "", "forge API: github or gitea (default: from the Actions environment)")
 	f.IntVar(&o.pr, "pr", 0, "pull request number for --comment (default: from the Actions event)")
 	f.IntVar(&o.maxComments, "max-comments", 10, "most comments one report may span before it is truncated")
@@ -71,6 +79,11 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	dopts.Mask = e.masker
 	if o.live {
 		dopts.Live = o.liveCompare(e)
+	}
+	if o.notifyOn {
+		dopts.OnHead = func(ctx context.Context, head *config.Repo, r *diff.Report) {
+			e.notify(ctx, o.notify, head, diffEvents(head, r))
+		}
 	}
 	report, err := diff.Revisions(ctx, dopts)
 	if err != nil {

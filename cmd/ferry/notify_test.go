@@ -535,3 +535,66 @@ notifications:
 		t.Errorf("after an unchanged re-apply %d statuses, want still 2", n)
 	}
 }
+
+// TestDiffNotifyCommitStatuses: diff --notify (opt-in) sets a status on
+// the head commit per target that changes, named for the target: success
+// for a target whose render changes, failure for one whose head does not
+// render, none for a target the pull request leaves alone. Without
+// --notify, diff sends nothing.
+func TestDiffNotifyCommitStatuses(t *testing.T) {
+	g := giteatest.Require(t)
+	bot := giteatest.Unique("ferry-bot")
+	token := g.CreateUser(t, bot)
+	name := giteatest.Unique("fleet")
+	g.CreateRepo(t, bot, name)
+
+	dir := t.TempDir()
+	r := gittest.Init(t, dir)
+	r.Write(t, "ferry.yaml", fmt.Sprintf(`targets:
+  - {name: changed, path: changed}
+  - {name: broken, path: broken}
+  - {name: same, path: same}
+notifications:
+  providers: [{name: gitea, type: gitea, address: "%s%s/%s", secretRef: {name: gitea-token}}]
+  alerts: [{name: statuses, providerRef: {name: gitea}, eventSources: [{kind: Kustomization, name: "*"}]}]
+`, g.URL, bot, name))
+	for _, n := range []string{"changed", "broken", "same"} {
+		r.Write(t, n+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-"+n+", namespace: apps}\ndata: {k: v}\n")
+	}
+	base := r.Commit(t, "base")
+	r.Write(t, "changed/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-changed, namespace: apps}\ndata: {k: v2}\n")
+	r.Write(t, "broken/kustomization.yaml", "resources: [missing.yaml]\n")
+	head := r.Commit(t, "change one, break one")
+	r.AddRemote(t, "gitea", g.CloneURL(bot, name))
+	r.PushHead(t, "gitea", "main", gittest.Auth{User: giteatest.AdminUser, Password: g.AdminToken})
+
+	vars := map[string]string{"FERRY_SECRET_GITEA_TOKEN_TOKEN": token}
+	args := []string{"diff", "--repo", dir, "--base", base, "--head", head}
+	list := func() []string {
+		statuses, _, err := g.Client(t, token).ListStatuses(bot, name, head, gitea.ListStatusesOption{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range statuses {
+			parts := strings.Split(s.Context, "/")
+			out = append(out, parts[0]+"/"+parts[1]+" "+string(s.State)+" "+s.Description)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if res := ferry(t, vars, args...); res.code != exitError {
+		t.Fatalf("diff without --notify: exit %d, want %d (a target fails to render):\n%s", res.code, exitError, res.stderr)
+	}
+	if got := list(); len(got) != 0 {
+		t.Fatalf("diff without --notify set statuses %q", got)
+	}
+	res := ferry(t, vars, append(args, "--notify")...)
+	if res.code != exitError || strings.Contains(res.stderr, "warning: notification") || strings.Contains(res.stdout+res.stderr, token) {
+		t.Fatalf("diff --notify: exit %d (want %d), no notification warning, no token:\n%s", res.code, exitError, res.stderr)
+	}
+	want := []string{"kustomization/broken failure build failed", "kustomization/changed success diff changed"}
+	if got := list(); !cmp.Equal(want, got) {
+		t.Errorf("statuses on the head %s: %q, want %q", head, got, want)
+	}
+}

@@ -36,6 +36,10 @@ type Options struct {
 	// Live, when set, compares a target's head render with its cluster
 	// (diff --live); it is called for every affected target that renders.
 	Live func(ctx context.Context, t *config.Target, objs []*unstructured.Unstructured) ([]Object, error)
+	// OnHead, when set, is called with the head revision's repository and
+	// the finished report, before the revisions' checkouts are removed:
+	// what the head renders (its Flux Alerts, say) can still be read.
+	OnHead func(ctx context.Context, head *config.Repo, r *Report)
 	// Mask hides decrypted values wherever the report quotes objects or
 	// errors. Nil: a masker of Render's decryptor.
 	Mask *secrets.Masker
@@ -350,6 +354,9 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 		r.Targets = append(r.Targets, t)
 	}
 	mask.Redact(r)
+	if opts.OnHead != nil {
+		opts.OnHead(ctx, p.head, r)
+	}
 	return r, nil
 }
 
