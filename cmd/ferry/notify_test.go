@@ -23,11 +23,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
 	"github.com/ferry-ci/ferry/internal/forge/githubtest"
 	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/notify"
+	"github.com/ferry-ci/ferry/internal/notify/alertmanagertest"
 	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
@@ -596,5 +598,99 @@ notifications:
 	want := []string{"kustomization/broken failure build failed", "kustomization/changed success diff changed"}
 	if got := list(); !cmp.Equal(want, got) {
 		t.Errorf("statuses on the head %s: %q, want %q", head, got, want)
+	}
+}
+
+// TestDriftAlertmanager: ferry drift sends its DriftDetected event to a
+// real Alertmanager, which holds it with the labels Flux's alertmanager
+// provider sends.
+func TestDriftAlertmanager(t *testing.T) {
+	am := alertmanagertest.Start(t)
+	vars := applyVars(t)
+	vars["FERRY_SECRET_AM_ADDRESS"] = am.URL + "/api/v2/alerts"
+	ns, invNS := cp.Namespace(t), cp.Namespace(t)
+	repo := t.TempDir()
+	testtree.Write(t, repo, map[string]string{
+		"ferry.yaml": `targets:
+  - name: app
+    path: app
+notifications:
+  providers: [{name: am, type: alertmanager, secretRef: {name: am}}]
+  alerts: [{name: drift, providerRef: {name: am}, eventSeverity: error, eventSources: [{kind: Kustomization, name: "*"}], summary: prod drift}]
+`,
+		"app/kustomization.yaml": "namespace: " + ns + "\nresources: [cm.yaml]\n",
+		"app/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: safe}\n",
+	})
+	common := []string{"--repo", repo, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", invNS, "--revision", driftRev1}
+	if res := ferry(t, vars, append([]string{"apply"}, common...)...); res.code != 0 {
+		t.Fatalf("apply: exit %d: %s", res.code, res.stderr)
+	}
+	if got := am.Alerts(t); len(got) != 0 {
+		t.Fatalf("Alertmanager holds %d alerts after a good apply (eventSeverity: error)", len(got))
+	}
+	kubectl(t, nil, "-n", ns, "patch", "configmap/settings", "--type=merge", "-p", `{"data":{"mode":"unsafe"}}`)
+	res := ferry(t, vars, append([]string{"drift", "--report", "none"}, common...)...)
+	if res.code != 0 || strings.Contains(res.stderr, "warning") {
+		t.Fatalf("drift: exit %d: %s", res.code, res.stderr)
+	}
+	alerts := am.Alerts(t)
+	if len(alerts) != 1 {
+		t.Fatalf("Alertmanager holds %d alerts, want the drift alert", len(alerts))
+	}
+	want := map[string]string{
+		"alertname":           "FluxKustomizationDriftdetected",
+		"severity":            "error",
+		"reason":              "DriftDetected",
+		"kind":                "Kustomization",
+		"name":                "app",
+		"namespace":           config.DefaultNamespace,
+		"reportingcontroller": "ferry",
+		"revision":            driftRev1,
+	}
+	for k, v := range want {
+		if alerts[0].Labels[k] != v {
+			t.Errorf("label %s = %q, want %q (labels %v)", k, alerts[0].Labels[k], v, alerts[0].Labels)
+		}
+	}
+	if a := alerts[0].Annotations; a["summary"] != "prod drift" || !strings.Contains(a["message"], "1 modified") {
+		t.Errorf("annotations %v, want the Alert's summary and the drift's counts", a)
+	}
+}
+
+// A rendered Provider of a type neither Flux nor ferry knows is a
+// warning naming it: the apply goes on and exits 0.
+func TestUnknownProviderTypeIsAWarning(t *testing.T) {
+	vars := applyVars(t)
+	ns, invNS := cp.Namespace(t), cp.Namespace(t)
+	repo := t.TempDir()
+	testtree.Write(t, repo, map[string]string{
+		"ferry.yaml":             "targets:\n  - name: app\n    path: app\n",
+		"app/kustomization.yaml": "resources: [cm.yaml, alerts.yaml]\n",
+		"app/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: " + ns + "}\ndata: {mode: safe}\n",
+		"app/alerts.yaml": `apiVersion: notification.toolkit.fluxcd.io/v1beta3
+kind: Provider
+metadata: {name: pager, namespace: flux-system}
+spec: {type: pagerbeam, address: "https://example.test/hook"}
+---
+apiVersion: notification.toolkit.fluxcd.io/v1beta3
+kind: Alert
+metadata: {name: all, namespace: flux-system}
+spec:
+  providerRef: {name: pager}
+  eventSources: [{kind: Kustomization, name: "*"}]
+`,
+	})
+	res := ferry(t, vars, "apply", "--repo", repo, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", invNS, "--revision", driftRev1)
+	if res.code != 0 {
+		t.Fatalf("apply: exit %d, want 0: %s", res.code, res.stderr)
+	}
+	for _, want := range []string{"ferry: warning: ", "Provider/flux-system/pager", "pagerbeam"} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+		}
+	}
+	cs := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "settings", metav1.GetOptions{}); err != nil {
+		t.Errorf("the target was not applied: %v", err)
 	}
 }
