@@ -40,7 +40,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		d := t.backoff(attempt)
 		if resp != nil {
-			if ra, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			if ra, ok := RetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 				d = ra
 			}
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -76,8 +76,10 @@ func retryable(resp *http.Response, err error) bool {
 	return false
 }
 
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
-func retryAfter(h string, now time.Time) (time.Duration, bool) {
+// RetryAfter reads a Retry-After header, seconds or an HTTP date, as a
+// wait from now (zero for a date past); false when h is empty or neither.
+// Registries and webhooks (package notify) send it alike.
+func RetryAfter(h string, now time.Time) (time.Duration, bool) {
 	if h == "" {
 		return 0, false
 	}

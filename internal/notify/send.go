@@ -14,10 +14,11 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ferry-ci/ferry/internal/images"
 )
 
 // Concurrency is how many sends of one Send run at a time.
@@ -340,7 +341,7 @@ func postOnce(ctx context.Context, o *Options, j *job) (retry bool, wait time.Du
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		err := fmt.Errorf("POST to %s: %s%s", j.p.ID(), resp.Status, snippet(body))
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
-			wait, _ := retryAfter(resp.Header.Get("Retry-After"), o.Now())
+			wait, _ := images.RetryAfter(resp.Header.Get("Retry-After"), o.Now())
 			return true, wait, err
 		}
 		return false, 0, err
@@ -367,23 +368,6 @@ func snippet(body []byte) string {
 		s = s[:200] + "..."
 	}
 	return ": " + s
-}
-
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
-func retryAfter(h string, now time.Time) (time.Duration, bool) {
-	if h == "" {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d, true
-		}
-		return 0, true
-	}
-	return 0, false
 }
 
 // retryableTransport says whether a request that got no answer is worth
