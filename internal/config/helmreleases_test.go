@@ -1,11 +1,8 @@
 package config_test
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,8 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/helm/helmtest"
@@ -352,30 +347,8 @@ func helmOracle(t *testing.T, objs []*unstructured.Unstructured, name, namespace
 	if err := os.WriteFile(vf, []byte(values), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out, stderr bytes.Buffer
-	cmd := exec.CommandContext(t.Context(), bin, "template", name, chartDir, "--namespace", namespace, "-f", vf, "--skip-tests")
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm template: %v\n%s", err, stderr.String())
-	}
 	want := map[string]any{}
-	rd := utilyaml.NewYAMLReader(bufio.NewReader(&out))
-	for {
-		doc, err := rd.Read()
-		if err != nil {
-			break
-		}
-		j, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			t.Fatalf("helm output: %v\n%s", err, doc)
-		}
-		if s := strings.TrimSpace(string(j)); s == "null" || s == "{}" {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(j); err != nil {
-			t.Fatalf("helm output: %v\n%s", err, doc)
-		}
+	for _, u := range helmtest.Template(t, bin, "template", name, chartDir, "--namespace", namespace, "-f", vf, "--skip-tests") {
 		want[u.GetKind()+"/"+u.GetName()] = u.Object
 	}
 	got := map[string]any{}

@@ -1,8 +1,6 @@
 package helm_test
 
 import (
-	"bufio"
-	"bytes"
 	"path/filepath"
 	"testing"
 
@@ -45,5 +43,3 @@ func chartDir(t *testing.T, name string) string {
 	}
 	return dir
 }
-
-func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }

@@ -1,20 +1,17 @@
 package helm_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-ci/ferry/internal/helm"
+	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 	"github.com/ferry-ci/ferry/internal/testbin"
 )
 
@@ -122,32 +119,7 @@ func helmTemplate(t *testing.T, bin string, r *helm.Release, dir string, values 
 	for _, v := range opts.APIVersions {
 		args = append(args, "--api-versions", v)
 	}
-	cmd := exec.CommandContext(t.Context(), bin, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	var objs []*unstructured.Unstructured
-	rd := utilyaml.NewYAMLReader(bufioReader(stdout.Bytes()))
-	for {
-		doc, err := rd.Read()
-		if err != nil {
-			break
-		}
-		j, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			t.Fatalf("helm output: %v\n%s", err, doc)
-		}
-		if s := strings.TrimSpace(string(j)); s == "null" || s == "{}" {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(j); err != nil {
-			t.Fatalf("helm output: %v\n%s", err, doc)
-		}
-		objs = append(objs, u)
-	}
+	objs := helmtest.Template(t, bin, args...)
 	return byKey(t, objs)
 }
 
