@@ -16,6 +16,12 @@
 #   FERRY_IMAGE_CACHE  buildah storage and the Go build base, kept between
 #                      runs (default: ~/.cache/ferry-image)
 #   MAX_IMAGE_BYTES    fail when the image is larger (default: 40 MB)
+#   TARGET             the Dockerfile's target (default: image; action is
+#                      what runners build for action.yml)
+#   LOAD_INTO          instead of the registry round trip and the checks,
+#                      push the built image to this buildah destination
+#                      (e.g. containers-storage:[overlay@GRAPH+RUN]NAME:TAG,
+#                      a podman store: hack/act.sh) and stop there
 #
 # Needs buildah, debootstrap (once, for the build stage's base), Debian's
 # docker-registry (when REGISTRY is unset) and Go; installs the Debian
@@ -29,6 +35,8 @@ say() { echo "hack/image.sh: $*" >&2; }
 VERSION="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
 CACHE="${FERRY_IMAGE_CACHE:-$HOME/.cache/ferry-image}"
 MAX_IMAGE_BYTES="${MAX_IMAGE_BYTES:-40000000}"
+TARGET="${TARGET:-image}"
+LOAD_INTO="${LOAD_INTO:-}"
 TESTBIN="$ROOT/.cache/testbin"
 GO_VERSION="$(go env GOVERSION)"
 GOROOT="$(go env GOROOT)"
@@ -39,7 +47,7 @@ mkdir -p "$CACHE" "$TESTBIN"
 need=()
 command -v buildah >/dev/null || need+=(buildah)
 command -v debootstrap >/dev/null || need+=(debootstrap)
-if [ -z "${REGISTRY:-}" ] && [ ! -x /usr/bin/docker-registry ]; then need+=(docker-registry); fi
+if [ -z "$LOAD_INTO" ] && [ -z "${REGISTRY:-}" ] && [ ! -x /usr/bin/docker-registry ]; then need+=(docker-registry); fi
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] || [ "${CI:-}" = true ]; then
     sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
@@ -57,7 +65,7 @@ if [ "${#need[@]}" -gt 0 ]; then
 fi
 CRANE="$TESTBIN/crane"
 want_crane="$(go list -m -f '{{.Version}}' github.com/google/go-containerregistry)"
-if ! "$CRANE" version 2>/dev/null | grep -cx "$want_crane" >/dev/null; then
+if [ -z "$LOAD_INTO" ] && ! "$CRANE" version 2>/dev/null | grep -cx "$want_crane" >/dev/null; then
   say "building crane $want_crane into $TESTBIN"
   go build -trimpath -o "$CRANE" github.com/google/go-containerregistry/cmd/crane
 fi
@@ -87,7 +95,9 @@ EOF
 export CONTAINERS_REGISTRIES_CONF="$WORK/registries.conf"
 
 # --- registry ----------------------------------------------------------
-if [ -z "${REGISTRY:-}" ]; then
+if [ -n "$LOAD_INTO" ]; then
+  REGISTRY=localhost # the image is named, never pushed there
+elif [ -z "${REGISTRY:-}" ]; then
   PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   REGISTRY="127.0.0.1:$PORT"
   cat > "$WORK/registry.yml" <<EOF
@@ -141,14 +151,20 @@ fi
 # instead of being fetched. go.sum still verifies every module.
 say "downloading every module into the host's cache ($(go env GOMODCACHE))"
 go mod download
-say "building $IMAGE (Dockerfile, target image)"
+say "building $IMAGE (Dockerfile, target $TARGET)"
 begin=$SECONDS
-buildah "${STORE[@]}" build --layers --pull=false --target image \
+buildah "${STORE[@]}" build --layers --pull=false --target "$TARGET" \
   --build-arg "GO_IMAGE=$BASE" --build-arg "VERSION=$VERSION" \
   --build-arg "GOPROXY=off" --build-arg "GOSUMDB=off" \
   -v "$(go env GOMODCACHE):/go/pkg/mod" -v "$(go env GOCACHE):/root/.cache/go-build" \
   -t "$IMAGE" -f Dockerfile . >"$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log" >&2; exit 1; }
 say "built in $((SECONDS - begin))s"
+if [ -n "$LOAD_INTO" ]; then
+  buildah "${STORE[@]}" push "$IMAGE" "$LOAD_INTO" >"$WORK/push.log" 2>&1 || { cat "$WORK/push.log" >&2; exit 1; }
+  buildah "${STORE[@]}" rmi "$IMAGE" >/dev/null 2>&1 || true
+  echo "loaded $IMAGE into $LOAD_INTO"
+  exit 0
+fi
 buildah "${STORE[@]}" push "${CREDS[@]}" --tls-verify=false --digestfile "$WORK/digest" "$IMAGE" "docker://$IMAGE" >"$WORK/push.log" 2>&1 \
   || { cat "$WORK/push.log" >&2; exit 1; }
 DIGEST="$(cat "$WORK/digest")"

@@ -1,0 +1,381 @@
+// Package acttest runs workflows in a real Actions runner for ferry's tests:
+// nektos/act driving rootful podman through its Docker-compatible API on a
+// unix socket (hack/act.sh), with ferry's action image loaded locally and
+// the GitHub actions ferry's workflows use served from folders, since no
+// registry and no github.com can be reached here.
+package acttest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Runner is a started runner: podman's API service and the images act
+// runs (the job image and ferry's action image).
+type Runner struct {
+	// FerryImage is ferry's action image in the runner's store
+	// (localhost/ferry-action:TAG).
+	FerryImage string
+	// JobImage is what runs-on: ubuntu-latest runs in.
+	JobImage string
+
+	state string // hack/act.sh's STATE folder
+	act   string
+	env   []string // DOCKER_HOST and podman's configuration
+	graph string   // podman's image store (volumes under graph/volumes)
+	pid   int      // podman's service
+}
+
+var (
+	sharedMu  sync.Mutex
+	shared    *Runner
+	sharedErr error
+)
+
+// ErrUnavailable is returned (wrapped) by Start when this machine cannot
+// run the runner: not root, or podman missing outside CI.
+var ErrUnavailable = errors.New("act runner unavailable")
+
+// RepoRoot is ferry's checkout: the folder holding hack/act.sh.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// Start brings the shared runner up unless it runs already (hack/act.sh
+// up: installs what is missing, starts podman's service, makes the job
+// image once and loads ferry's image, built from this checkout).
+func Start(ctx context.Context) (*Runner, error) {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if shared != nil || sharedErr != nil {
+		return shared, sharedErr
+	}
+	shared, sharedErr = start(ctx)
+	return shared, sharedErr
+}
+
+// Stop stops the shared runner, if one was started (hack/act.sh down).
+func Stop() error {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	var err error
+	if shared != nil {
+		err = shared.stop()
+	}
+	shared, sharedErr = nil, nil
+	return err
+}
+
+// Require returns the shared runner, starting it on first use. Where it
+// cannot run (not root, no podman) the test is skipped, or fails when
+// CI=true.
+func Require(t testing.TB) *Runner {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the runner tests start podman and containers")
+	}
+	r, err := Start(context.Background())
+	switch {
+	case errors.Is(err, ErrUnavailable) && os.Getenv("CI") != "true":
+		t.Skipf("acttest: %v", err)
+	case err != nil:
+		t.Fatalf("acttest: %v", err)
+	}
+	return r
+}
+
+func start(ctx context.Context) (*Runner, error) {
+	if os.Getuid() != 0 {
+		return nil, fmt.Errorf("%w: rootful podman needs root", ErrUnavailable)
+	}
+	if _, err := exec.LookPath("podman"); err != nil && os.Getenv("CI") != "true" {
+		return nil, fmt.Errorf("%w: podman is not installed (hack/act.sh up installs it as root; CI=true makes it)", ErrUnavailable)
+	}
+	state, err := os.MkdirTemp("", "ferry-act-")
+	if err != nil {
+		return nil, err
+	}
+	script := filepath.Join(RepoRoot(), "hack", "act.sh")
+	cmd := exec.CommandContext(ctx, "bash", script, "up", state)
+	cmd.Dir = RepoRoot()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	begin := time.Now()
+	if err := cmd.Run(); err != nil {
+		down(state)
+		return nil, fmt.Errorf("hack/act.sh up: %v\n%s", err, out.String())
+	}
+	vars, err := readEnv(filepath.Join(state, "env"))
+	if err != nil {
+		down(state)
+		return nil, err
+	}
+	r := &Runner{
+		FerryImage: vars["FERRY_IMAGE"],
+		JobImage:   vars["JOB_IMAGE"],
+		state:      state,
+		act:        vars["ACT"],
+	}
+	fmt.Sscan(vars["PODMAN_PID"], &r.pid)
+	for _, k := range []string{"DOCKER_HOST", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF"} {
+		r.env = append(r.env, k+"="+vars[k])
+	}
+	r.graph, err = graphRoot(vars["CONTAINERS_STORAGE_CONF"])
+	if err != nil {
+		r.stop()
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "acttest: runner up in %v (%s)\n", time.Since(begin).Round(time.Second), strings.TrimSpace(lastLine(out.String())))
+	return r, nil
+}
+
+func (r *Runner) stop() error {
+	return down(r.state)
+}
+
+func down(state string) error {
+	cmd := exec.Command("bash", filepath.Join(RepoRoot(), "hack", "act.sh"), "down", state)
+	cmd.Dir = RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("hack/act.sh down: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// State is the folder of the runner's own files (socket, configuration,
+// podman's run folder); Graph is podman's image store.
+func (r *Runner) State() string { return r.state }
+
+// Graph is podman's image store, kept between runs.
+func (r *Runner) Graph() string { return r.graph }
+
+// PID is podman's API service.
+func (r *Runner) PID() int { return r.pid }
+
+func readEnv(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	vars := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			vars[k] = v
+		}
+	}
+	for _, k := range []string{"ACT", "DOCKER_HOST", "FERRY_IMAGE", "JOB_IMAGE", "CONTAINERS_STORAGE_CONF"} {
+		if vars[k] == "" {
+			return nil, fmt.Errorf("%s: no %s", path, k)
+		}
+	}
+	return vars, nil
+}
+
+func graphRoot(conf string) (string, error) {
+	b, err := os.ReadFile(conf)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "graphroot = "); ok {
+			return strings.Trim(v, `"`), nil
+		}
+	}
+	return "", fmt.Errorf("%s: no graphroot", conf)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// Job is one act run: an event replayed through a workflow of a checkout.
+type Job struct {
+	// Dir is the checkout act runs in: a Git repository whose origin is
+	// the forge (act takes GITHUB_REPOSITORY from it and GITHUB_SHA from
+	// its HEAD).
+	Dir string
+	// Workflow is the workflow file, relative to Dir.
+	Workflow string
+	// Event is the event's name and Payload its JSON body.
+	Event   string
+	Payload any
+	// ServerHost is the forge's host:port, as act's --github-instance:
+	// GITHUB_REPOSITORY is read from an origin on that host.
+	ServerHost string
+	// Env is given to every step (act's --env): GITHUB_SERVER_URL,
+	// GITHUB_API_URL, and the variables of the runner being stood in for.
+	Env map[string]string
+	// Secrets are the workflow's secrets, GITHUB_TOKEN among them.
+	Secrets map[string]string
+	// Actions serves uses: owner/repo@ref from a folder (act's
+	// --local-repository), as "owner/repo@ref" -> folder.
+	Actions map[string]string
+}
+
+// Result is what a run left behind.
+type Result struct {
+	// Log is act's output: every step's lines, as a runner's job log.
+	Log string
+	// Summaries are the step summaries the steps wrote, in order, as act
+	// collects them after each step (and prints them in its log).
+	Summaries []string
+	// Err is act's exit error: nil when every job succeeded.
+	Err error
+}
+
+// Run runs the job with act and returns its log. It fails the test only
+// when act could not be started; a failed job is Result.Err.
+func (r *Runner) Run(t testing.TB, job Job) Result {
+	t.Helper()
+	tmp := t.TempDir()
+	event := filepath.Join(tmp, "event.json")
+	b, err := json.Marshal(job.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(event, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Secrets through a file, never argv (the process table is public).
+	secrets := filepath.Join(tmp, "secrets.env")
+	if err := os.WriteFile(secrets, []byte(dotenv(job.Secrets)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	envFile := filepath.Join(tmp, "vars.env")
+	if err := os.WriteFile(envFile, []byte(dotenv(job.Env)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{
+		job.Event,
+		"-W", job.Workflow,
+		"-e", event,
+		"-P", "ubuntu-latest=" + r.JobImage,
+		"--pull=false",
+		"--action-offline-mode",
+		"--no-cache-server",
+		"--container-daemon-socket", "-",
+		"--no-skip-checkout",
+		"--secret-file", secrets,
+		"--env-file", envFile,
+		"--var-file", os.DevNull,
+		"--rm",
+	}
+	if job.ServerHost != "" {
+		args = append(args, "--github-instance", job.ServerHost)
+	}
+	refs := make([]string, 0, len(job.Actions))
+	for ref := range job.Actions {
+		refs = append(refs, ref)
+	}
+	sort.Strings(refs)
+	for _, ref := range refs {
+		args = append(args, "--local-repository", ref+"="+job.Actions[ref])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.act, args...)
+	cmd.Dir = job.Dir
+	cmd.Env = append(os.Environ(), r.env...)
+	cmd.Env = append(cmd.Env, "XDG_CACHE_HOME="+filepath.Join(tmp, "cache"), "TMPDIR="+tmp)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+
+	begin := time.Now()
+	runErr := cmd.Run()
+	t.Logf("acttest: act %s %s: %v in %v", job.Event, job.Workflow, errString(runErr), time.Since(begin).Round(100*time.Millisecond))
+	if dir := os.Getenv("FERRY_ACT_LOGS"); dir != "" {
+		// Keep the job's log to read after the test: FERRY_ACT_LOGS=folder.
+		name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "-" + job.Event + "-" + time.Now().Format("150405.000") + ".log"
+		if err := os.WriteFile(filepath.Join(dir, name), log.Bytes(), 0o600); err != nil {
+			t.Logf("acttest: keeping the log: %v", err)
+		}
+	}
+	return Result{Log: log.String(), Summaries: summaries(log.String()), Err: runErr}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
+}
+
+func dotenv(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		// act reads these files with godotenv: a double-quoted value
+		// takes \n escapes, so a multi-line secret (a kubeconfig) fits.
+		v := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "$", `\$`).Replace(m[k])
+		fmt.Fprintf(&b, "%s=\"%s\"\n", k, v)
+	}
+	return b.String()
+}
+
+// StepLines returns the lines a job's steps printed (act's "[wf/job]   | "
+// lines), without act's prefix.
+func StepLines(log string) []string {
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(log))
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		if _, rest, ok := strings.Cut(sc.Text(), "|"); ok && strings.HasPrefix(sc.Text(), "[") {
+			lines = append(lines, strings.TrimPrefix(rest, " "))
+		}
+	}
+	return lines
+}
+
+// actLine is the start of every line act prints for a job: "[workflow/job] ".
+var actLine = regexp.MustCompile(`^\[[^\]]+/[^\]]+\] `)
+
+// summaries returns the step summaries act printed: "⚙  Summary - " and
+// the summary's text, whose lines after the first have no prefix, up to
+// act's next line.
+func summaries(log string) []string {
+	var out []string
+	var cur *strings.Builder
+	for _, line := range strings.Split(log, "\n") {
+		if actLine.MatchString(line) {
+			if cur != nil {
+				out = append(out, strings.TrimRight(cur.String(), "\n"))
+				cur = nil
+			}
+			if _, rest, ok := strings.Cut(line, "\u2699  Summary - "); ok {
+				cur = &strings.Builder{}
+				cur.WriteString(rest + "\n")
+			}
+			continue
+		}
+		if cur != nil {
+			cur.WriteString(line + "\n")
+		}
+	}
+	if cur != nil {
+		out = append(out, strings.TrimRight(cur.String(), "\n"))
+	}
+	return out
+}

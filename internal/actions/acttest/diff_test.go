@@ -1,0 +1,161 @@
+package acttest
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/ferry-ci/ferry/internal/forge/giteatest"
+)
+
+// diffFleet writes a two-target fleet: web (a ConfigMap and a SOPS
+// Secret) and db (a ConfigMap), each in its own namespace.
+func diffFleet(f *fleet, greeting, password string) {
+	f.write(map[string]string{
+		"ferry.yaml": "targets:\n  - name: web\n    path: apps/web\n  - name: db\n    path: apps/db\n",
+		"apps/web/kustomization.yaml": `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: web
+resources:
+  - config.yaml
+  - secret.sops.yaml
+`,
+		"apps/web/config.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-config
+data:
+  greeting: ` + greeting + `
+`,
+		"apps/web/secret.sops.yaml": f.encrypt("secret.sops.yaml", `apiVersion: v1
+kind: Secret
+metadata:
+  name: web-credentials
+stringData:
+  password: `+password+`
+`),
+		"apps/db/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: db\nresources:\n  - config.yaml\n",
+		"apps/db/config.yaml":        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: db-config\ndata:\n  size: small\n",
+	})
+}
+
+// TestDiffWorkflowOnGitea runs examples/workflows/gitea/diff.yaml for a
+// pull request on a real Gitea: ferry's diff step posts the one comment,
+// a second push edits that same comment, the outputs reach a later step,
+// the step summary holds the report, and no decrypted value reaches the
+// job's log, the comment or the summary.
+func TestDiffWorkflowOnGitea(t *testing.T) {
+	r := Require(t)
+	g := giteatest.Require(t)
+	f := newFleet(t, g)
+	const (
+		oldPassword  = "s3cret-before-7f2a"
+		newPassword  = "s3cret-after-91cd"
+		newPassword2 = "s3cret-third-44be"
+	)
+	wf := f.installWorkflow("gitea", "diff", probe(map[string]string{
+		"CHANGED":     "${{ steps.diff.outputs.changed }}",
+		"TARGETS":     "${{ steps.diff.outputs.targets }}",
+		"REPORT_PATH": "${{ steps.diff.outputs.report-path }}",
+	}))
+	diffFleet(f, "hello", oldPassword)
+	base := f.commit("fleet")
+	f.push("main")
+
+	f.git("checkout", "-q", "-b", "change")
+	diffFleet(f, "hello-v2", newPassword)
+	head := f.commit("web: greeting v2, password rotated")
+	f.push("change")
+	pr := g.CreatePullRequest(t, f.token, f.owner, f.name, "change", "main", "web: greeting v2")
+
+	ferry := r.StageFerry(t, nil)
+	run := func(action, head string) Result {
+		return r.Run(t, Job{
+			Dir:        f.dir,
+			Workflow:   wf,
+			Event:      "pull_request",
+			ServerHost: f.host(),
+			Env:        f.giteaEnv(),
+			Secrets:    map[string]string{"GITHUB_TOKEN": f.token, "SOPS_AGE_KEY": f.key.Identity},
+			Actions:    Actions(ferry),
+			Payload: map[string]any{
+				"action": action,
+				"number": pr.Number,
+				"pull_request": map[string]any{
+					"number": pr.Number,
+					"base":   map[string]any{"ref": "main", "sha": base, "repo": f.repositoryPayload()},
+					"head":   map[string]any{"ref": "change", "sha": head, "repo": f.repositoryPayload()},
+				},
+				"repository": f.repositoryPayload(),
+			},
+		})
+	}
+	secrets := func(extra ...string) []string {
+		vals := []string{f.key.Identity}
+		for _, p := range append([]string{oldPassword, newPassword}, extra...) {
+			vals = append(vals, p, base64.StdEncoding.EncodeToString([]byte(p)))
+		}
+		return vals
+	}
+
+	res := run("opened", head)
+	runOK(t, res)
+	comments := ferryComments(t, g, f, pr.Number)
+	if len(comments) != 1 {
+		t.Fatalf("%d ferry comments after the first run, want 1:\n%v", len(comments), comments)
+	}
+	first := comments[0]
+	for _, want := range []string{"web", "ConfigMap/web/web-config", "hello-v2", "Secret/web/web-credentials"} {
+		if !strings.Contains(first.Body, want) {
+			t.Errorf("the comment does not name %q:\n%s", want, first.Body)
+		}
+	}
+	if strings.Contains(first.Body, "db-config") {
+		t.Errorf("the comment shows the unchanged target db:\n%s", first.Body)
+	}
+	got := probed(res.Log)
+	if got["CHANGED"] != "true" || got["TARGETS"] != `["web"]` || got["REPORT_PATH"] == "" {
+		t.Errorf("outputs seen by the later step: %v; want CHANGED=true TARGETS=[\"web\"] and a REPORT_PATH", got)
+	}
+	if !strings.Contains(res.Log, "artifact ferry-diff: "+got["REPORT_PATH"]) {
+		t.Errorf("upload-artifact did not get the report path %q:\n%s", got["REPORT_PATH"], res.Log)
+	}
+	summary := strings.Join(res.Summaries, "\n")
+	if !strings.Contains(summary, "web-config") {
+		t.Errorf("no step summary holds the report; summaries seen:\n%s", summary)
+	}
+	for where, text := range map[string]string{"the job log": res.Log, "the comment": first.Body, "the step summary": summary} {
+		noSecrets(t, where, text, secrets()...)
+	}
+
+	// A second push to the pull request: the same comment is edited.
+	diffFleet(f, "hello-v3", newPassword2)
+	head2 := f.commit("web: greeting v3")
+	f.push("change")
+	res = run("synchronize", head2)
+	runOK(t, res)
+	comments = ferryComments(t, g, f, pr.Number)
+	if len(comments) != 1 {
+		t.Fatalf("%d ferry comments after the second push, want the one edited:\n%v", len(comments), comments)
+	}
+	if comments[0].ID != first.ID {
+		t.Errorf("the comment after the second push is %d, want %d edited", comments[0].ID, first.ID)
+	}
+	if !strings.Contains(comments[0].Body, "hello-v3") || comments[0].Body == first.Body {
+		t.Errorf("the comment was not brought up to date:\n%s", comments[0].Body)
+	}
+	noSecrets(t, "the second job log", res.Log, secrets(newPassword2)...)
+	noSecrets(t, "the edited comment", comments[0].Body, secrets(newPassword2)...)
+}
+
+// ferryComments returns the pull request's comments that ferry wrote.
+func ferryComments(t *testing.T, g *giteatest.Gitea, f *fleet, number int64) []giteatest.Comment {
+	t.Helper()
+	var out []giteatest.Comment
+	for _, c := range g.Comments(t, f.token, f.owner, f.name, number) {
+		if strings.Contains(c.Body, "ferry") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
