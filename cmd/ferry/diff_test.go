@@ -311,3 +311,51 @@ func TestDiffBadInputs(t *testing.T) {
 		}
 	})
 }
+
+// TestPlanWithoutBase: with nothing to compare with, plan lists every
+// target of the work tree in dependency order (here none: by name): --all, or an Actions event
+// without a base (the push that created the branch, workflow_dispatch).
+// Outside Actions a missing --base is still an error, and --all takes no
+// revisions.
+func TestPlanWithoutBase(t *testing.T) {
+	p, _ := newPRRepo(t, "single-app", nil)
+	dir := t.TempDir()
+	planIn := func(event, payload string, args ...string) (result, map[string]string) {
+		t.Helper()
+		path, output := filepath.Join(dir, event+".json"), filepath.Join(dir, event+".output")
+		if err := os.WriteFile(path, []byte(payload), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res := ferry(t, map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": path,
+			"GITHUB_OUTPUT": output, "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")}, append([]string{"plan", "--repo", p.Dir}, args...)...)
+		if res.code != 0 {
+			t.Fatalf("plan on %s: exit %d: %s", event, res.code, res.stderr)
+		}
+		return res, actionstest.Outputs(t, output)
+	}
+	zero := strings.Repeat("0", 40)
+	res, outs := planIn("push", `{"ref": "refs/heads/main", "before": "`+zero+`", "after": "`+p.Tip(t, "main").Hash+`", "repository": {"full_name": "acme/gitops"}}`)
+	if outs["targets"] != `["production","staging"]` {
+		t.Errorf("plan of a push that created main: targets %s, want every target", outs["targets"])
+	}
+	if !strings.Contains(res.stdout, `"why":"no base revision: the push created refs/heads/main"`) {
+		t.Errorf("plan does not say why every target: %s", res.stdout)
+	}
+	if outs["clusters"] != `{"include":[{"cluster":"","targets":"production,staging"}]}` {
+		t.Errorf("clusters %s", outs["clusters"])
+	}
+	res, outs = planIn("workflow_dispatch", `{"inputs": {}, "ref": "refs/heads/main", "repository": {"full_name": "acme/gitops"}}`, "production")
+	if outs["targets"] != `["production"]` || !strings.Contains(res.stdout, "workflow_dispatch event") {
+		t.Errorf("plan production on workflow_dispatch: targets %s, stdout %s", outs["targets"], res.stdout)
+	}
+
+	if res := ferry(t, nil, "plan", "--repo", p.Dir, "--all"); res.code != 0 || !strings.Contains(res.stdout, `"target":"production","why":"every target (--all)"`) {
+		t.Errorf("plan --all: exit %d, stdout %s, stderr %s", res.code, res.stdout, res.stderr)
+	}
+	if res := ferry(t, nil, "plan", "--repo", p.Dir); res.code != 2 || !strings.Contains(res.stderr, "--base is required outside Actions (or --all") {
+		t.Errorf("plan without --base outside Actions: exit %d, stderr %s", res.code, res.stderr)
+	}
+	if res := ferry(t, nil, "plan", "--repo", p.Dir, "--all", "--base", "main"); res.code != 2 || !strings.Contains(res.stderr, "--all lists the work tree's targets") {
+		t.Errorf("plan --all --base: exit %d, stderr %s", res.code, res.stderr)
+	}
+}

@@ -1,31 +1,31 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/diff"
 )
 
 type planOptions struct {
 	repo repoFlags
 	rev  revisionFlags
+	all  bool
 }
 
 func newPlanCmd(e *env) *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
-		Use:     "plan --base REF [--head REF] [TARGET...]",
+		Use:     "plan --base REF [--head REF] [TARGET...] | plan --all [TARGET...]",
 		Short:   "List the targets a change affects, as JSON for a workflow matrix",
 		Long:    help("plan"),
 		Example: helpExamples("plan"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dopts, err := o.rev.options(e, o.repo, args, nil)
-			if err != nil {
-				return err
-			}
-			p, err := diff.Targets(cmd.Context(), dopts)
+			p, err := o.plan(cmd.Context(), e, args)
 			if err != nil {
 				return err
 			}
@@ -42,5 +42,48 @@ func newPlanCmd(e *env) *cobra.Command {
 	f.StringVar(&o.rev.base, "base", "", "base revision (default: from the Actions event)")
 	f.StringVar(&o.rev.head, "head", "", "head revision (default: from the Actions event, else HEAD)")
 	f.BoolVar(&o.rev.noDecrypt, "no-decrypt", false, "do not decrypt SOPS files (automatic without an age key)")
+	f.BoolVar(&o.all, "all", false, "every target of the checked-out work tree, without comparing revisions (a first deploy); automatic in Actions when the event has no base revision (a push that created the branch, workflow_dispatch, schedule)")
 	return cmd
+}
+
+// plan compares the two revisions, or lists every target when there is
+// nothing to compare with: --all, or an Actions event without a base.
+func (o *planOptions) plan(ctx context.Context, e *env, targets []string) (*diff.Plan, error) {
+	why := "every target (--all)"
+	if !o.all {
+		if err := fillFromEvent(e, &o.rev.base, &o.rev.head, nil); err != nil {
+			return nil, err
+		}
+		ev, err := e.event()
+		if err != nil {
+			return nil, err
+		}
+		if o.rev.base == "" && ev == nil {
+			return nil, errors.New("--base is required outside Actions (or --all: every target of the work tree)")
+		}
+		if o.rev.base != "" {
+			dopts, err := o.rev.options(e, o.repo, targets, nil)
+			if err != nil {
+				return nil, err
+			}
+			return diff.Targets(ctx, dopts)
+		}
+		why = noBaseWhy(ev)
+	} else if o.rev.base != "" || o.rev.head != "" {
+		return nil, errors.New("--all lists the work tree's targets: it takes no --base or --head")
+	}
+	ropts, err := e.renderOptions(o.repo, o.rev.noDecrypt || !e.hasAgeKey())
+	if err != nil {
+		return nil, err
+	}
+	return diff.Everything(ctx, diff.Options{Repo: o.repo.dir, Render: ropts, Targets: targets}, why)
+}
+
+// noBaseWhy says why an Actions run without a base revision plans every
+// target.
+func noBaseWhy(ev *actions.Event) string {
+	if ev.Push != nil && ev.Push.Base() == "" {
+		return "no base revision: the push created " + ev.Push.Ref
+	}
+	return "no base revision (" + ev.Name + " event): every target"
 }

@@ -182,6 +182,30 @@ func Targets(ctx context.Context, opts Options) (*Plan, error) {
 	return p, err
 }
 
+// Everything is the plan of a run with no base revision to compare with (a
+// push that created the branch, a manual or scheduled run): every target
+// of the repository folder as it is checked out (opts.Repo; Base and Head
+// are not read), or of opts.Targets, in dependency order, each with why.
+func Everything(ctx context.Context, opts Options, why string) (*Plan, error) {
+	head, err := config.Load(ctx, opts.Repo, opts.Render)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, n := range opts.Targets {
+		want[n] = true
+	}
+	p := &Plan{head: head}
+	for _, t := range head.Targets {
+		if len(want) > 0 && !want[t.Name] {
+			p.Unaffected++
+			continue
+		}
+		p.Affected = append(p.Affected, Affected{Name: t.Name, Cluster: t.Cluster, Why: why, head: t})
+	}
+	return p, nil
+}
+
 func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
 	rv, bdir, hdir, err := open(ctx, opts)
 	if err != nil {
