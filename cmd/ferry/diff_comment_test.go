@@ -134,6 +134,19 @@ func TestDiffCommentGitHub(t *testing.T) {
 		t.Errorf("step outputs lack changed=true:\n%s", out)
 	}
 
+	// No token at all in a step (its token input empty, or renamed in
+	// action.yml so that its default never arrives): the error names the
+	// input, and nothing is written.
+	gh.ResetRequests()
+	noToken := vars(head2)
+	delete(noToken, "GITHUB_TOKEN")
+	if res := ferry(t, noToken, "diff", "--repo", p.Dir, "--comment"); res.code != 2 || !strings.Contains(res.stderr, "the step's token input is empty or not declared by its action.yml") {
+		t.Errorf("no token: exit %d, stderr %s", res.code, res.stderr)
+	}
+	if w := gh.Writes(); len(w) != 0 {
+		t.Errorf("a run without a token wrote %d times", len(w))
+	}
+
 	// A token without the permission: the error names it, the report is
 	// still in the step summary.
 	os.Remove(summary)

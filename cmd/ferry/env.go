@@ -143,6 +143,13 @@ func openForge(e *env, override string) (forge.Forge, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.gha != nil && e.token() == "" {
+		// In a step the token comes from its token input, which ferry's
+		// action.yml files default to ${{ github.token }}: empty means the
+		// workflow gave an empty value, or the action.yml the runner read
+		// declares no such input (it and ferry's image disagree).
+		return nil, fmt.Errorf("forge: no token: the step's %s input is empty or not declared by its action.yml (ferry's steps default it to ${{ github.token }}), and FERRY_TOKEN, GITHUB_TOKEN and GITEA_TOKEN are unset", actions.InputToken)
+	}
 	getenv := func(k string) string {
 		if k == forge.TokenVar {
 			return e.token()

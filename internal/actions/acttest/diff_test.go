@@ -2,6 +2,8 @@ package acttest
 
 import (
 	"encoding/base64"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -155,6 +157,82 @@ func ferryComments(t *testing.T, g *giteatest.Gitea, f *fleet, number int64) []g
 	for _, c := range g.Comments(t, f.token, f.owner, f.name, number) {
 		if strings.Contains(c.Body, "ferry") {
 			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestRenamedInputIsNoticed breaks ferry's diff step the way the env
+// contract tests cannot see: its token input renamed in action.yml alone
+// (the image unchanged). The runner then gives the step no INPUT_TOKEN
+// (the default ${{ github.token }} now belongs to another name), and the
+// job must fail with a message naming the input, before anything is
+// posted.
+func TestRenamedInputIsNoticed(t *testing.T) {
+	r := Require(t)
+	g := giteatest.Require(t)
+	f := newFleet(t, g)
+	wf := f.installWorkflow("gitea", "diff")
+	diffFleet(f, "hello", "renamed-pa55-1")
+	base := f.commit("fleet")
+	f.push("main")
+	f.git("checkout", "-q", "-b", "change")
+	diffFleet(f, "hello-v2", "renamed-pa55-1")
+	head := f.commit("web: greeting v2")
+	f.push("change")
+	pr := g.CreatePullRequest(t, f.token, f.owner, f.name, "change", "main", "web: greeting v2")
+
+	ferry := r.StageFerry(t, func(dir string) {
+		path := filepath.Join(dir, "steps", "diff", "action.yml")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		renamed := strings.Replace(string(b), "\n  token:\n", "\n  forge-token:\n", 1)
+		if renamed == string(b) {
+			t.Fatal("steps/diff/action.yml has no token input to rename")
+		}
+		if err := os.WriteFile(path, []byte(renamed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	res := r.Run(t, Job{
+		Dir:        f.dir,
+		Workflow:   wf,
+		Event:      "pull_request",
+		ServerHost: f.host(),
+		Env:        f.giteaEnv(),
+		Secrets:    map[string]string{"GITHUB_TOKEN": f.token, "SOPS_AGE_KEY": f.key.Identity},
+		Actions:    Actions(ferry),
+		Payload: map[string]any{
+			"action": "opened",
+			"number": pr.Number,
+			"pull_request": map[string]any{
+				"number": pr.Number,
+				"base":   map[string]any{"ref": "main", "sha": base, "repo": f.repositoryPayload()},
+				"head":   map[string]any{"ref": "change", "sha": head, "repo": f.repositoryPayload()},
+			},
+			"repository": f.repositoryPayload(),
+		},
+	})
+	if res.Err == nil {
+		t.Fatalf("the diff job passed with the token input renamed in action.yml:\n%s", res.Log)
+	}
+	t.Logf("the job failed as it must:\n%s", strings.Join(errorLines(res.Log), "\n"))
+	if !strings.Contains(strings.Join(errorLines(res.Log), "\n"), "the step's token input") {
+		t.Errorf("the failure does not name the token input:\n%s", res.Log)
+	}
+	if n := len(ferryComments(t, g, f, pr.Number)); n != 0 {
+		t.Errorf("%d comments posted by the broken step", n)
+	}
+}
+
+// errorLines returns the ::error:: lines of a job log.
+func errorLines(log string) []string {
+	var out []string
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "::error") {
+			out = append(out, line)
 		}
 	}
 	return out
