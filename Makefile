@@ -45,7 +45,7 @@ vet:
 
 # The whole test suite, with the tools it compares against.
 test: tools controlplane gitea registry vet
-	FERRY_TESTBIN=$(TESTBIN) $(GO) test -count=1 ./...
+	FERRY_TESTBIN=$(TESTBIN) $(GO) test -count=1 -timeout 60m ./...
 
 bench: bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan bench-helm
 

@@ -5,22 +5,29 @@
 # listener). The recipe is ../shared/RECIPES.md, "A real Actions runner".
 #
 #   hack/act.sh up STATE     install what is missing, start podman's API
-#                            service on STATE/podman.sock, make the job image
-#                            once, load ferry's action image (hack/image.sh,
-#                            target action) as localhost/ferry-action:TAG.
+#                            service on STATE/podman.sock with its image
+#                            store in STATE, import the job image (its root
+#                            file system made once and cached), load ferry's
+#                            action image (hack/image.sh, target action, its
+#                            layers cached by buildah) as
+#                            localhost/ferry-action:TAG.
 #                            Writes STATE/env: shell assignments of ACT,
 #                            DOCKER_HOST, CONTAINERS_CONF,
 #                            CONTAINERS_STORAGE_CONF, JOB_IMAGE, FERRY_IMAGE
 #                            and PODMAN_PID.
 #   hack/act.sh down STATE   remove every container it ran, stop the
-#                            service, unmount its overlay mounts, delete
+#                            service and what is left of podman's processes
+#                            for STATE (exec sessions' conmon linger for
+#                            minutes), unmount its overlay mounts, delete
 #                            STATE.
 #
 # Environment:
-#   FERRY_ACT_CACHE   act's binary, the job image's root file system and
-#                     podman's image store, kept between runs (default
-#                     ~/.cache/ferry-act). Images are never pulled: no
-#                     registry is reachable here.
+#   FERRY_ACT_CACHE   act's binary and the job image's root file system,
+#                     kept between runs (default ~/.cache/ferry-act).
+#                     Images are never pulled: no registry is reachable
+#                     here. podman's store is STATE's own: podman records
+#                     its run folder in the store, so a store shared
+#                     between runs would tie every run to the first's.
 #   DEBIAN_MIRROR     mirror for the job image's debootstrap (default: the
 #                     one apt uses, else deb.debian.org)
 #   FERRY_IMAGE_TAG   tag of the loaded action image (default: git describe)
@@ -41,11 +48,11 @@ if [ -z "$cmd" ] || [ -z "$STATE" ]; then
   exit 2
 fi
 CACHE="${FERRY_ACT_CACHE:-$HOME/.cache/ferry-act}"
-GRAPH="$CACHE/storage"
 
 config() {
-  mkdir -p "$STATE"/{conf,run,tmp} "$GRAPH"
+  mkdir -p "$STATE"/{conf,run,tmp,storage}
   STATE="$(cd "$STATE" && pwd)"
+  GRAPH="$STATE/storage"
   cat > "$STATE/conf/storage.conf" <<EOF
 [storage]
 driver = "overlay"
@@ -165,17 +172,18 @@ down() {
   [ -d "$STATE" ] || return 0
   config
   podman rm -af -t 0 >/dev/null 2>&1 || true
-  local image; image="$(sed -n 's/^FERRY_IMAGE=//p' "$STATE/env" 2>/dev/null || true)"
-  if [ -n "$image" ]; then podman rmi -f "$image" >/dev/null 2>&1 || true; fi
   if [ -s "$STATE/podman.pid" ]; then
     local pid; pid="$(cat "$STATE/podman.pid")"
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
   fi
+  # conmon of finished exec sessions waits minutes (--exit-delay) and
+  # ignores SIGTERM.
+  pkill -9 -f -- "$STATE/" 2>/dev/null || true
   # Overlay mounts of containers that were still up, under the graph root
   # and the run folder.
-  { grep -oE " ($GRAPH|$STATE)/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  { grep -oE " $STATE/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$STATE"
 }
 

@@ -42,6 +42,10 @@ GO_VERSION="$(go env GOVERSION)"
 GOROOT="$(go env GOROOT)"
 BASE="localhost/ferry-go-build:$GO_VERSION"
 mkdir -p "$CACHE" "$TESTBIN"
+# One build at a time per cache: the image test and the runner test (hack/act.sh)
+# may run at once, and a prune of one must not take the other's layers.
+exec 9>"$CACHE/.lock"
+flock 9
 
 # --- tools -------------------------------------------------------------
 need=()

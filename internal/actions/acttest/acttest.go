@@ -69,6 +69,13 @@ func Start(ctx context.Context) (*Runner, error) {
 	return shared, sharedErr
 }
 
+// current returns the shared runner, nil when none was started.
+func current() *Runner {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	return shared
+}
+
 // Stop stops the shared runner, if one was started (hack/act.sh down).
 func Stop() error {
 	sharedMu.Lock()
@@ -300,7 +307,14 @@ func (r *Runner) Run(t testing.TB, job Job) Result {
 	cmd.Stdout, cmd.Stderr = &log, &log
 
 	begin := time.Now()
-	runErr := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("acttest: starting act: %v", err)
+	}
+	stopWatch := r.watchListeners(cmd.Process.Pid)
+	runErr := cmd.Wait()
+	for _, l := range stopWatch() {
+		t.Errorf("acttest: %s listened beyond 127.0.0.1 during the run", l)
+	}
 	t.Logf("acttest: act %s %s: %v in %v", job.Event, job.Workflow, errString(runErr), time.Since(begin).Round(100*time.Millisecond))
 	if dir := os.Getenv("FERRY_ACT_LOGS"); dir != "" {
 		// Keep the job's log to read after the test: FERRY_ACT_LOGS=folder.
@@ -333,6 +347,67 @@ func dotenv(m map[string]string) string {
 		fmt.Fprintf(&b, "%s=\"%s\"\n", k, v)
 	}
 	return b.String()
+}
+
+// watchListeners samples, until the returned function is called, the TCP
+// listeners that are not on a loopback address and belong to the run: act
+// (pid), podman's service, or a process of the runner's folders or
+// containers. It returns what it saw, once each.
+func (r *Runner) watchListeners(pid int) func() []string {
+	done := make(chan struct{})
+	seen := map[string]bool{}
+	var found []string
+	sample := func() {
+		ls, err := Listening()
+		if err != nil {
+			return
+		}
+		var public []Listener
+		for _, l := range ls {
+			if !l.Addr.IsLoopback() {
+				public = append(public, l)
+			}
+		}
+		if len(public) == 0 {
+			return
+		}
+		ours := map[int]string{pid: "act", r.pid: "podman's service"}
+		for _, p := range ProcessesUsing(r.state, r.graph) {
+			ours[p.PID] = p.Cmdline
+		}
+		owners := SocketOwners()
+		for _, l := range public {
+			for _, owner := range owners[l.Inode] {
+				if what, ok := ours[owner]; ok {
+					key := l.String() + " " + what
+					if !seen[key] {
+						seen[key] = true
+						found = append(found, fmt.Sprintf("%s (pid %d, %s)", l, owner, what))
+					}
+				}
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				sample()
+			}
+		}
+	}()
+	return func() []string {
+		close(done)
+		wg.Wait()
+		return found
+	}
 }
 
 // StepLines returns the lines a job's steps printed (act's "[wf/job]   | "

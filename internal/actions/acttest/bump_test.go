@@ -17,10 +17,11 @@ import (
 // registry's credentials come from the runner's environment (act_runner's
 // envs), as FERRY_REGISTRY_<HOST>_*.
 func TestBumpWorkflowOnDispatch(t *testing.T) {
+	t.Parallel()
 	g := giteatest.Require(t)
 	r := Require(t)
 	reg := registrytest.Start(t)
-	started.registryPorts = append(started.registryPorts, port("http://"+reg.Host))
+	started.add(func() { started.registryPorts = append(started.registryPorts, port("http://"+reg.Host)) })
 	reg.MustPush(t, "acme/web", "1.0.0", "1.1.0", "1.2.0-rc.1")
 	f := newFleet(t, g)
 	wf := f.installWorkflow("gitea", "bump", probe(map[string]string{"PULL_REQUESTS": "${{ steps.bump.outputs.pull-requests }}"}))

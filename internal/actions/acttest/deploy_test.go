@@ -45,6 +45,7 @@ func deployFleet(f *fleet, ns string, configs map[string]string, password string
 // second changes one ConfigMap and removes another (app only: one
 // applied, one pruned).
 func TestDeployWorkflowOnPush(t *testing.T) {
+	t.Parallel()
 	g := giteatest.Require(t)
 	plane := cp.Require(t)
 	r := Require(t)

@@ -47,6 +47,7 @@ stringData:
 // the step summary holds the report, and no decrypted value reaches the
 // job's log, the comment or the summary.
 func TestDiffWorkflowOnGitea(t *testing.T) {
+	t.Parallel()
 	r := Require(t)
 	g := giteatest.Require(t)
 	f := newFleet(t, g)
@@ -169,6 +170,7 @@ func ferryComments(t *testing.T, g *giteatest.Gitea, f *fleet, number int64) []g
 // job must fail with a message naming the input, before anything is
 // posted.
 func TestRenamedInputIsNoticed(t *testing.T) {
+	t.Parallel()
 	r := Require(t)
 	g := giteatest.Require(t)
 	f := newFleet(t, g)

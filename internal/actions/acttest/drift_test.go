@@ -74,6 +74,7 @@ func driftFleet(f *fleet, ns, password string) {
 // target; after ferry drift --heal puts it back, the next run passes and
 // closes the issue.
 func TestDriftWorkflowOnSchedule(t *testing.T) {
+	t.Parallel()
 	g := giteatest.Require(t)
 	plane := cp.Require(t)
 	r := Require(t)

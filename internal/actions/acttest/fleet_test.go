@@ -30,7 +30,7 @@ type fleet struct {
 
 func newFleet(t *testing.T, g *giteatest.Gitea) *fleet {
 	t.Helper()
-	started.gitea = g
+	started.add(func() { started.gitea = g })
 	f := &fleet{t: t, gitea: g, owner: giteatest.Unique("acme"), name: "fleet", key: secretstest.NewKey(t)}
 	f.token = g.CreateUser(t, f.owner)
 	g.CreateRepo(t, f.owner, f.name)

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
@@ -16,11 +17,21 @@ var cp *kubetest.ControlPlane
 
 // started records what the tests started, for the check that nothing of
 // it is left running or listening once TestMain has stopped it all.
-var started struct {
+type startedSet struct {
+	mu            sync.Mutex
 	runner        *Runner
 	gitea         *giteatest.Gitea
 	registryPorts []int
-	registryDirs  []string
+}
+
+var started startedSet
+
+// add records something started, under the lock (the scenarios run in
+// parallel).
+func (s *startedSet) add(record func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	record()
 }
 
 // TestMain runs the scenarios with one control plane, one Gitea and one
@@ -29,6 +40,7 @@ var started struct {
 func TestMain(m *testing.M) {
 	code := kubetest.Run(m, &cp)
 	giteatest.Stop()
+	started.runner = current()
 	if err := Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = 1
@@ -61,7 +73,6 @@ func leftovers() []string {
 	if g := started.gitea; g != nil {
 		ports = append(ports, port(g.URL))
 	}
-	paths = append(paths, started.registryDirs...)
 	ports = append(ports, started.registryPorts...)
 	var out []string
 	for _, p := range ProcessesUsing(paths...) {
