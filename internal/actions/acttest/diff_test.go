@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
+	"github.com/ferry-ci/ferry/internal/forge/githubtest"
 )
 
 // diffFleet writes a two-target fleet: web (a ConfigMap and a SOPS
@@ -61,14 +62,7 @@ func TestDiffWorkflowOnGitea(t *testing.T) {
 		"TARGETS":     "${{ steps.diff.outputs.targets }}",
 		"REPORT_PATH": "${{ steps.diff.outputs.report-path }}",
 	}))
-	diffFleet(f, "hello", oldPassword)
-	base := f.commit("fleet")
-	f.push("main")
-
-	f.git("checkout", "-q", "-b", "change")
-	diffFleet(f, "hello-v2", newPassword)
-	head := f.commit("web: greeting v2, password rotated")
-	f.push("change")
+	base, head := f.change(func() { diffFleet(f, "hello", oldPassword) }, func() { diffFleet(f, "hello-v2", newPassword) })
 	pr := g.CreatePullRequest(t, f.token, f.owner, f.name, "change", "main", "web: greeting v2")
 
 	ferry := r.StageFerry(t, nil)
@@ -81,16 +75,7 @@ func TestDiffWorkflowOnGitea(t *testing.T) {
 			Env:        f.giteaEnv(),
 			Secrets:    map[string]string{"GITHUB_TOKEN": f.token, "SOPS_AGE_KEY": f.key.Identity},
 			Actions:    Actions(ferry),
-			Payload: map[string]any{
-				"action": action,
-				"number": pr.Number,
-				"pull_request": map[string]any{
-					"number": pr.Number,
-					"base":   map[string]any{"ref": "main", "sha": base, "repo": f.repositoryPayload()},
-					"head":   map[string]any{"ref": "change", "sha": head, "repo": f.repositoryPayload()},
-				},
-				"repository": f.repositoryPayload(),
-			},
+			Payload:    f.pullRequestEvent(action, pr.Number, base, head),
 		})
 	}
 	secrets := func(extra ...string) []string {
@@ -175,13 +160,7 @@ func TestRenamedInputIsNoticed(t *testing.T) {
 	g := giteatest.Require(t)
 	f := newFleet(t, g)
 	wf := f.installWorkflow("gitea", "diff")
-	diffFleet(f, "hello", "renamed-pa55-1")
-	base := f.commit("fleet")
-	f.push("main")
-	f.git("checkout", "-q", "-b", "change")
-	diffFleet(f, "hello-v2", "renamed-pa55-1")
-	head := f.commit("web: greeting v2")
-	f.push("change")
+	base, head := f.change(func() { diffFleet(f, "hello", "renamed-pa55-1") }, func() { diffFleet(f, "hello-v2", "renamed-pa55-1") })
 	pr := g.CreatePullRequest(t, f.token, f.owner, f.name, "change", "main", "web: greeting v2")
 
 	ferry := r.StageFerry(t, func(dir string) {
@@ -206,16 +185,7 @@ func TestRenamedInputIsNoticed(t *testing.T) {
 		Env:        f.giteaEnv(),
 		Secrets:    map[string]string{"GITHUB_TOKEN": f.token, "SOPS_AGE_KEY": f.key.Identity},
 		Actions:    Actions(ferry),
-		Payload: map[string]any{
-			"action": "opened",
-			"number": pr.Number,
-			"pull_request": map[string]any{
-				"number": pr.Number,
-				"base":   map[string]any{"ref": "main", "sha": base, "repo": f.repositoryPayload()},
-				"head":   map[string]any{"ref": "change", "sha": head, "repo": f.repositoryPayload()},
-			},
-			"repository": f.repositoryPayload(),
-		},
+		Payload:    f.pullRequestEvent("opened", pr.Number, base, head),
 	})
 	if res.Err == nil {
 		t.Fatalf("the diff job passed with the token input renamed in action.yml:\n%s", res.Log)
@@ -238,4 +208,56 @@ func errorLines(log string) []string {
 		}
 	}
 	return out
+}
+
+// TestDiffWorkflowOnGitHub runs examples/workflows/github/diff.yaml for a
+// pull request whose API is the GitHub test server (github.com cannot be
+// reached; the Git repository itself is on Gitea): the one comment is
+// written by the job token's user, the fork check of the workflow lets it
+// comment, and upload-artifact v4 gets the report.
+func TestDiffWorkflowOnGitHub(t *testing.T) {
+	t.Parallel()
+	r := Require(t)
+	g := giteatest.Require(t)
+	f := newFleet(t, g)
+	gh := githubtest.New(t)
+	token := gh.AddUser("github-actions[bot]")
+	const password = "github-pa55-5a0e"
+	wf := f.installWorkflow("github", "diff", probe(map[string]string{"CHANGED": "${{ steps.diff.outputs.changed }}"}))
+	base, head := f.change(func() { diffFleet(f, "hello", password) }, func() { diffFleet(f, "hello-github", password) })
+	number := gh.AddPullRequest(f.owner, f.name, "octocat", "change", "main", "web: greeting", "")
+
+	res := r.Run(t, Job{
+		Dir:        f.dir,
+		Workflow:   wf,
+		Event:      "pull_request",
+		ServerHost: f.host(),
+		// The clone comes from Gitea's server URL, the API from the test
+		// server, as on GitHub Enterprise.
+		Env:     map[string]string{"GITHUB_SERVER_URL": strings.TrimSuffix(g.URL, "/"), "GITHUB_API_URL": gh.URL},
+		Secrets: map[string]string{"GITHUB_TOKEN": token, "SOPS_AGE_KEY": f.key.Identity},
+		Actions: Actions(r.StageFerry(t, nil)),
+		Payload: f.pullRequestEvent("opened", int64(number), base, head),
+	})
+	runOK(t, res)
+	var ours []githubtest.Comment
+	for _, c := range gh.Comments(f.owner, f.name, number) {
+		if c.Author == "github-actions[bot]" {
+			ours = append(ours, c)
+		}
+	}
+	if len(ours) != 1 || !strings.Contains(ours[0].Body, "hello-github") || !strings.Contains(ours[0].Body, "ConfigMap/web/web-config") {
+		t.Fatalf("the job token's comments: %+v, want one with the ConfigMap's diff", ours)
+	}
+	if got := probed(res.Log)["CHANGED"]; got != "true" {
+		t.Errorf("changed output seen by the later step: %q", got)
+	}
+	if !strings.Contains(res.Log, "artifact ferry-diff: ferry-diff.md") {
+		t.Errorf("upload-artifact@v4 did not get the report:\n%s", res.Log)
+	}
+	if !strings.Contains(strings.Join(res.Summaries, "\n"), "web-config") {
+		t.Errorf("no step summary holds the report: %q", res.Summaries)
+	}
+	noSecrets(t, "the job log", res.Log, password, f.key.Identity)
+	noSecrets(t, "the comment", ours[0].Body, password)
 }

@@ -14,6 +14,7 @@ import (
 
 var (
 	ferryBinOnce sync.Once
+	ferryBinDir  string // removed by TestMain
 	ferryBin     string
 	ferryBinErr  error
 )
@@ -28,6 +29,7 @@ func ferryCLI(t *testing.T) string {
 			ferryBinErr = err
 			return
 		}
+		ferryBinDir = dir
 		ferryBin = filepath.Join(dir, "ferry")
 		cmd := exec.Command("go", "build", "-o", ferryBin, "./cmd/ferry")
 		cmd.Dir = RepoRoot()

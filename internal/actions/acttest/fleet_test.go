@@ -90,6 +90,36 @@ func (f *fleet) encrypt(path, plaintext string) string {
 	return string(secretstest.Encrypt(f.t, path, []byte(plaintext), "^(data|stringData)$", f.key.Recipient))
 }
 
+// change commits what before writes on main and pushes it, then what
+// after writes on a new branch "change", pushed too: the two sides of a
+// pull request. It returns both commits.
+func (f *fleet) change(before, after func()) (base, head string) {
+	f.t.Helper()
+	before()
+	base = f.commit("fleet")
+	f.push("main")
+	f.git("checkout", "-q", "-b", "change")
+	after()
+	head = f.commit("the change")
+	f.push("change")
+	return base, head
+}
+
+// pullRequestEvent is the payload of a pull_request event from branch
+// change into main.
+func (f *fleet) pullRequestEvent(action string, number int64, base, head string) map[string]any {
+	return map[string]any{
+		"action": action,
+		"number": number,
+		"pull_request": map[string]any{
+			"number": number,
+			"base":   map[string]any{"ref": "main", "sha": base, "repo": f.repositoryPayload()},
+			"head":   map[string]any{"ref": "change", "sha": head, "repo": f.repositoryPayload()},
+		},
+		"repository": f.repositoryPayload(),
+	}
+}
+
 // repository is owner/name.
 func (f *fleet) repository() string { return f.owner + "/" + f.name }
 

@@ -39,6 +39,9 @@ func (s *startedSet) add(record func()) {
 // is still there or any port or socket they had is still listening.
 func TestMain(m *testing.M) {
 	code := kubetest.Run(m, &cp)
+	if ferryBinDir != "" {
+		os.RemoveAll(ferryBinDir)
+	}
 	giteatest.Stop()
 	started.runner = current()
 	if err := Stop(); err != nil {
