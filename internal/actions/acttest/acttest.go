@@ -36,7 +36,7 @@ type Runner struct {
 	state string // hack/act.sh's STATE folder
 	act   string
 	env   []string // DOCKER_HOST and podman's configuration
-	graph string   // podman's image store (volumes under graph/volumes)
+	graph string   // podman's image store
 	pid   int      // podman's service
 }
 
@@ -162,10 +162,11 @@ func down(state string) error {
 }
 
 // State is the folder of the runner's own files (socket, configuration,
-// podman's run folder); Graph is podman's image store.
+// podman's run folder and image store), removed by Stop.
 func (r *Runner) State() string { return r.state }
 
-// Graph is podman's image store, kept between runs.
+// Graph is podman's image store (under State): containers' root file
+// systems and the job's volumes.
 func (r *Runner) Graph() string { return r.graph }
 
 // PID is podman's API service.
