@@ -38,6 +38,26 @@ type Runner struct {
 	env   []string // DOCKER_HOST and podman's configuration
 	graph string   // podman's image store
 	pid   int      // podman's service
+
+	mu        sync.Mutex
+	workflows map[string]*sync.Mutex // by workflow file name
+}
+
+// lockWorkflow holds the lock of a workflow file name until the returned
+// function is called.
+func (r *Runner) lockWorkflow(name string) func() {
+	r.mu.Lock()
+	if r.workflows == nil {
+		r.workflows = map[string]*sync.Mutex{}
+	}
+	l := r.workflows[name]
+	if l == nil {
+		l = &sync.Mutex{}
+		r.workflows[name] = l
+	}
+	r.mu.Unlock()
+	l.Lock()
+	return l.Unlock
 }
 
 var (
@@ -295,6 +315,11 @@ func (r *Runner) Run(t testing.TB, job Job) Result {
 	for _, ref := range refs {
 		args = append(args, "--local-repository", ref+"="+job.Actions[ref])
 	}
+	// act names a job's container and volumes after the workflow's and
+	// the job's names alone: two runs of one workflow at once would
+	// share them. Runs of the same workflow file wait for each other.
+	unlock := r.lockWorkflow(filepath.Base(job.Workflow))
+	defer unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.act, args...)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
+	"github.com/ferry-ci/ferry/internal/forge/githubtest"
 	"github.com/ferry-ci/ferry/internal/kube/kubetest"
 )
 
@@ -58,11 +59,13 @@ func runCLI(t *testing.T, plane *kubetest.ControlPlane, f *fleet, bin string, ar
 	return string(out)
 }
 
-// driftFleet writes one target, web, in namespace ns: a Deployment of two
-// replicas and a SOPS Secret.
+// driftFleet writes one target, named ns, in namespace ns: a Deployment of
+// two replicas and a SOPS Secret.
 func driftFleet(f *fleet, ns, password string) {
 	f.write(map[string]string{
-		"ferry.yaml":             "targets:\n  - name: web\n    path: web\n    prune: true\n",
+		// The target is named after its namespace: the inventory is per
+		// target name, and the scenarios share one cluster.
+		"ferry.yaml":             "targets:\n  - name: " + ns + "\n    path: web\n    prune: true\n",
 		"web/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - namespace.yaml\n  - deployment.yaml\n  - secret.sops.yaml\n",
 		"web/namespace.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + ns + "\n",
 		"web/deployment.yaml":    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n        - name: web\n          image: registry.invalid/web:1.0.0\n",
@@ -78,12 +81,54 @@ func driftFleet(f *fleet, ns, password string) {
 func TestDriftWorkflowOnSchedule(t *testing.T) {
 	t.Parallel()
 	g := giteatest.Require(t)
+	f := newFleet(t, g)
+	driftScenario(t, f, "gitea", f.giteaEnv(), f.token, func() []driftIssue {
+		var out []driftIssue
+		for _, i := range g.Issues(t, f.token, f.owner, f.name) {
+			out = append(out, driftIssue{Number: i.Number, State: i.State, Text: i.Title + "\n" + i.Body})
+		}
+		return out
+	})
+}
+
+// TestDriftWorkflowOnScheduleGitHub does the same with
+// examples/workflows/github/drift.yaml (report: summary,issue), its issue
+// on the GitHub test server, and its report in the step summary.
+func TestDriftWorkflowOnScheduleGitHub(t *testing.T) {
+	t.Parallel()
+	g := giteatest.Require(t)
+	f := newFleet(t, g)
+	gh := githubtest.New(t)
+	token := gh.AddUser("github-actions[bot]")
+	gh.AddRepo(f.owner, f.name)
+	env := map[string]string{"GITHUB_SERVER_URL": strings.TrimSuffix(g.URL, "/"), "GITHUB_API_URL": gh.URL}
+	driftScenario(t, f, "github", env, token, func() []driftIssue {
+		var out []driftIssue
+		for _, i := range gh.Issues(f.owner, f.name) {
+			if i.PullRequest == nil {
+				out = append(out, driftIssue{Number: int64(i.Number), State: i.State, Text: i.Title + "\n" + i.Body})
+			}
+		}
+		return out
+	})
+}
+
+// driftIssue is an issue of either forge, as the drift scenario checks it.
+type driftIssue struct {
+	Number      int64
+	State, Text string
+}
+
+// driftScenario applies the drift fleet with the CLI, scales its
+// Deployment by hand, runs the drift workflow of flavour (it must fail and
+// open one issue), heals with ferry drift --heal, and runs it again (it
+// must pass and close that issue).
+func driftScenario(t *testing.T, f *fleet, flavour string, env map[string]string, token string, issues func() []driftIssue) {
 	plane := cp.Require(t)
 	r := Require(t)
-	f := newFleet(t, g)
 	ns := strings.ToLower(giteatest.Unique("drift"))
 	const password = "drift-pa55-e71d"
-	wf := f.installWorkflow("gitea", "drift", probe(map[string]string{"DRIFTED": "${{ steps.drift.outputs.drifted }}"}))
+	wf := f.installWorkflow(flavour, "drift", probe(map[string]string{"DRIFTED": "${{ steps.drift.outputs.drifted }}"}))
 	driftFleet(f, ns, password)
 	f.commit("fleet")
 	f.push("main")
@@ -100,9 +145,9 @@ func TestDriftWorkflowOnSchedule(t *testing.T) {
 			Workflow:   wf,
 			Event:      "schedule",
 			ServerHost: f.host(),
-			Env:        f.giteaEnv(),
+			Env:        env,
 			Secrets: map[string]string{
-				"GITHUB_TOKEN": f.token,
+				"GITHUB_TOKEN": token,
 				"SOPS_AGE_KEY": f.key.Identity,
 				"KUBECONFIG":   string(plane.Kubeconfig()),
 			},
@@ -117,18 +162,21 @@ func TestDriftWorkflowOnSchedule(t *testing.T) {
 	if got := probed(res.Log); got["DRIFTED"] != "true" {
 		t.Errorf("drifted output seen by the later step: %q, want true", got["DRIFTED"])
 	}
-	issues := g.Issues(t, f.token, f.owner, f.name)
-	if len(issues) != 1 || issues[0].State != "open" {
-		t.Fatalf("after the drift: issues %+v, want one open", issues)
+	found := issues()
+	if len(found) != 1 || found[0].State != "open" {
+		t.Fatalf("after the drift: issues %+v, want one open", found)
 	}
-	drifted := issues[0]
-	for _, want := range []string{"web", "Deployment.apps/" + ns + "/web", ".spec.replicas"} {
-		if !strings.Contains(drifted.Title+"\n"+drifted.Body, want) {
-			t.Errorf("the drift issue does not name %q:\n%s\n%s", want, drifted.Title, drifted.Body)
+	drifted := found[0]
+	for _, want := range []string{"Deployment.apps/" + ns + "/web", ".spec.replicas"} {
+		if !strings.Contains(drifted.Text, want) {
+			t.Errorf("the drift issue does not name %q:\n%s", want, drifted.Text)
 		}
 	}
+	if flavour == "github" && !strings.Contains(strings.Join(res.Summaries, "\n"), "Deployment.apps/"+ns+"/web") {
+		t.Errorf("report: summary, but no step summary names the drifted Deployment: %q", res.Summaries)
+	}
 	noSecrets(t, "the job log", res.Log, password, f.key.Identity, clientKey(plane.Kubeconfig()))
-	noSecrets(t, "the drift issue", drifted.Body, password)
+	noSecrets(t, "the drift issue", drifted.Text, password)
 
 	runCLI(t, plane, f, bin, "drift", "--repo", ".", "--heal")
 	if out := runCLI(t, plane, f, kubectl, "-n", ns, "get", "deployment/web", "-o", "jsonpath={.spec.replicas}"); out != "2" {
@@ -139,8 +187,8 @@ func TestDriftWorkflowOnSchedule(t *testing.T) {
 	if got := probed(res.Log); got["DRIFTED"] != "false" {
 		t.Errorf("drifted output after the heal: %q, want false", got["DRIFTED"])
 	}
-	issues = g.Issues(t, f.token, f.owner, f.name)
-	if len(issues) != 1 || issues[0].Number != drifted.Number || issues[0].State != "closed" {
-		t.Errorf("after the heal: issues %+v, want issue %d closed", issues, drifted.Number)
+	found = issues()
+	if len(found) != 1 || found[0].Number != drifted.Number || found[0].State != "closed" {
+		t.Errorf("after the heal: issues %+v, want issue %d closed", found, drifted.Number)
 	}
 }
