@@ -22,7 +22,7 @@ func TestBumpWorkflowOnDispatch(t *testing.T) {
 	r := Require(t)
 	reg := registrytest.Start(t)
 	started.add(func() { started.registryPorts = append(started.registryPorts, port("http://"+reg.Host)) })
-	reg.MustPush(t, "acme/web", "1.0.0", "1.1.0", "1.2.0-rc.1")
+	digests := reg.MustPush(t, "acme/web", "1.0.0", "1.1.0", "1.2.0-rc.1")
 	f := newFleet(t, g)
 	wf := f.installWorkflow("gitea", "bump", probe(map[string]string{"PULL_REQUESTS": "${{ steps.bump.outputs.pull-requests }}"}))
 	image := reg.Image("acme/web")
@@ -61,6 +61,9 @@ func TestBumpWorkflowOnDispatch(t *testing.T) {
 	pr := prs[0]
 	if pr.Base != "main" || !strings.Contains(pr.Title+pr.Body, "1.1.0") {
 		t.Errorf("pull request %+v: want into main, naming 1.1.0", pr)
+	}
+	if d := digests["1.1.0"]; d == "" || !strings.Contains(pr.Body, d) {
+		t.Errorf("the pull request's body does not record the registry's digest %q of 1.1.0:\n%s", d, pr.Body)
 	}
 	if got := probed(res.Log)["PULL_REQUESTS"]; !strings.Contains(got, `"number":`) || !strings.Contains(got, pr.URL) && !strings.Contains(got, "/pulls/") {
 		t.Errorf("pull-requests output seen by the later step: %q", got)
