@@ -62,12 +62,17 @@ func (e *env) group(title string) (end func()) {
 	return func() { _ = e.gha.EndGroup() }
 }
 
-// event returns the event that started the run (nil outside Actions).
+// event returns the event that started the run (nil outside Actions),
+// reading its payload once.
 func (e *env) event() (*actions.Event, error) {
 	if e.gha == nil {
 		return nil, nil
 	}
-	return e.gha.Event()
+	if !e.eventRead {
+		e.ev, e.evErr = e.gha.Event()
+		e.eventRead = true
+	}
+	return e.ev, e.evErr
 }
 
 // startActions prepares a run inside an Actions step: it guards stdout

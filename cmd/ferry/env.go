@@ -33,6 +33,10 @@ type env struct {
 	actionErr error
 	// actionRepo is the step's --repo, for error annotations.
 	actionRepo string
+	// ev and evErr are the event payload as event read it, once.
+	ev        *actions.Event
+	evErr     error
+	eventRead bool
 }
 
 func newEnv() *env {

@@ -49,29 +49,34 @@ func newPlanCmd(e *env) *cobra.Command {
 // plan compares the two revisions, or lists every target when there is
 // nothing to compare with: --all, or an Actions event without a base.
 func (o *planOptions) plan(ctx context.Context, e *env, targets []string) (*diff.Plan, error) {
-	why := "every target (--all)"
-	if !o.all {
-		if err := fillFromEvent(e, &o.rev.base, &o.rev.head, nil); err != nil {
-			return nil, err
+	if o.all {
+		if o.rev.base != "" || o.rev.head != "" {
+			return nil, errors.New("--all lists the work tree's targets: it takes no --base or --head")
 		}
+		return o.everything(ctx, e, targets, "every target (--all)")
+	}
+	if o.rev.base == "" {
 		ev, err := e.event()
 		if err != nil {
 			return nil, err
 		}
-		if o.rev.base == "" && ev == nil {
+		if ev == nil {
 			return nil, errors.New("--base is required outside Actions (or --all: every target of the work tree)")
 		}
-		if o.rev.base != "" {
-			dopts, err := o.rev.options(e, o.repo, targets, nil)
-			if err != nil {
-				return nil, err
-			}
-			return diff.Targets(ctx, dopts)
+		if base, _, _ := ev.Revisions(); base == "" {
+			return o.everything(ctx, e, targets, noBaseWhy(ev))
 		}
-		why = noBaseWhy(ev)
-	} else if o.rev.base != "" || o.rev.head != "" {
-		return nil, errors.New("--all lists the work tree's targets: it takes no --base or --head")
 	}
+	dopts, err := o.rev.options(e, o.repo, targets, nil)
+	if err != nil {
+		return nil, err
+	}
+	return diff.Targets(ctx, dopts)
+}
+
+// everything lists every target of the work tree (or of targets), each
+// with why.
+func (o *planOptions) everything(ctx context.Context, e *env, targets []string, why string) (*diff.Plan, error) {
 	ropts, err := e.renderOptions(o.repo, o.rev.noDecrypt || !e.hasAgeKey())
 	if err != nil {
 		return nil, err

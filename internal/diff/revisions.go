@@ -182,6 +182,16 @@ func Targets(ctx context.Context, opts Options) (*Plan, error) {
 	return p, err
 }
 
+// considered returns whether a target is among names (all when names is
+// empty): Options.Targets.
+func considered(names []string) func(string) bool {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	return func(name string) bool { return len(want) == 0 || want[name] }
+}
+
 // Everything is the plan of a run with no base revision to compare with (a
 // push that created the branch, a manual or scheduled run): every target
 // of the repository folder as it is checked out (opts.Repo; Base and Head
@@ -191,13 +201,10 @@ func Everything(ctx context.Context, opts Options, why string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	want := map[string]bool{}
-	for _, n := range opts.Targets {
-		want[n] = true
-	}
+	consider := considered(opts.Targets)
 	p := &Plan{head: head}
 	for _, t := range head.Targets {
-		if len(want) > 0 && !want[t.Name] {
+		if !consider(t.Name) {
 			p.Unaffected++
 			continue
 		}
@@ -222,16 +229,12 @@ func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
 	if p.head, err = config.Load(ctx, hdir, opts.Render); err != nil {
 		return nil, cleanup, fmt.Errorf("head revision %s: %w", shortHash(rv.head), err)
 	}
-	want := map[string]bool{}
-	for _, n := range opts.Targets {
-		want[n] = true
-	}
+	consider := considered(opts.Targets)
 	baseByName := map[string]*config.Target{}
 	for _, t := range p.base.Targets {
 		baseByName[t.Name] = t
 	}
 	seen := map[string]bool{}
-	consider := func(name string) bool { return len(want) == 0 || want[name] }
 	for _, ht := range p.head.Targets {
 		seen[ht.Name] = true
 		if !consider(ht.Name) {
