@@ -67,16 +67,7 @@ func TestDiffWorkflowOnGitea(t *testing.T) {
 
 	ferry := r.StageFerry(t, nil)
 	run := func(action, head string) Result {
-		return r.Run(t, Job{
-			Dir:        f.dir,
-			Workflow:   wf,
-			Event:      "pull_request",
-			ServerHost: f.host(),
-			Env:        f.giteaEnv(),
-			Secrets:    map[string]string{"GITHUB_TOKEN": f.token, "SOPS_AGE_KEY": f.key.Identity},
-			Actions:    Actions(ferry),
-			Payload:    f.pullRequestEvent(action, pr.Number, base, head),
-		})
+		return r.Run(t, f.giteaPullRequest(wf, ferry, action, pr.Number, base, head))
 	}
 	secrets := func(extra ...string) []string {
 		vals := []string{f.key.Identity}
@@ -136,6 +127,22 @@ func TestDiffWorkflowOnGitea(t *testing.T) {
 	noSecrets(t, "the edited comment", comments[0].Body, secrets(newPassword2)...)
 }
 
+// giteaPullRequest is the job of a pull_request event on Gitea for the
+// fleet's workflow wf, with the job token and the age key as secrets and
+// ferry's staged copy.
+func (f *fleet) giteaPullRequest(wf, ferry, action string, number int64, base, head string) Job {
+	return Job{
+		Dir:        f.dir,
+		Workflow:   wf,
+		Event:      "pull_request",
+		ServerHost: f.host(),
+		Env:        f.giteaEnv(),
+		Secrets:    map[string]string{"GITHUB_TOKEN": f.token, "SOPS_AGE_KEY": f.key.Identity},
+		Actions:    Actions(ferry),
+		Payload:    f.pullRequestEvent(action, number, base, head),
+	}
+}
+
 // ferryComments returns the pull request's comments that ferry wrote.
 func ferryComments(t *testing.T, g *giteatest.Gitea, f *fleet, number int64) []giteatest.Comment {
 	t.Helper()
@@ -177,16 +184,7 @@ func TestRenamedInputIsNoticed(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	res := r.Run(t, Job{
-		Dir:        f.dir,
-		Workflow:   wf,
-		Event:      "pull_request",
-		ServerHost: f.host(),
-		Env:        f.giteaEnv(),
-		Secrets:    map[string]string{"GITHUB_TOKEN": f.token, "SOPS_AGE_KEY": f.key.Identity},
-		Actions:    Actions(ferry),
-		Payload:    f.pullRequestEvent("opened", pr.Number, base, head),
-	})
+	res := r.Run(t, f.giteaPullRequest(wf, ferry, "opened", pr.Number, base, head))
 	if res.Err == nil {
 		t.Fatalf("the diff job passed with the token input renamed in action.yml:\n%s", res.Log)
 	}
