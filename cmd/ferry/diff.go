@@ -81,8 +81,10 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 		dopts.Live = o.liveCompare(e)
 	}
 	if o.notifyOn {
-		dopts.OnHead = func(ctx context.Context, head *config.Repo, r *diff.Report) {
-			e.notify(ctx, o.notify, head, diffEvents(head, r))
+		// The events are about the head's targets; where they go is the
+		// base's to say: a pull request cannot add or redirect a Provider.
+		dopts.OnRevisions = func(ctx context.Context, base, head *config.Repo, r *diff.Report) {
+			e.notify(ctx, o.notify, base, diffEvents(head, r))
 		}
 	}
 	report, err := diff.Revisions(ctx, dopts)

@@ -85,6 +85,7 @@ func (e *env) renderOptions(r repoFlags, noDecrypt bool) (render.Options, error)
 		HelmLoaded:       helm.NewLoadedCharts(),
 		InsecureHosts:    r.insecure,
 		ChartCredentials: images.NewEnvCredentials(e.secretEnv),
+		Workspace:        r.workspaceDir(e.getenv),
 	}
 	if !opts.NoDecrypt {
 		d, err := e.decryptor()

@@ -52,6 +52,7 @@ type repoFlags struct {
 	helmReleases *choiceValue
 	cacheDir     string
 	insecure     []string
+	workspace    string
 }
 
 func (r *repoFlags) register(f *pflag.FlagSet, help string) {
@@ -61,6 +62,16 @@ func (r *repoFlags) register(f *pflag.FlagSet, help string) {
 	f.Var(r.helmReleases, "helm-releases", "who installs Flux HelmReleases, for every cluster: render (ferry renders their charts) or controller (a helm-controller in the cluster); default: each cluster's helmReleases in ferry.yaml, else render")
 	f.StringVar(&r.cacheDir, "cache-dir", "", "folder keeping fetched Helm charts across runs (default $RUNNER_TOOL_CACHE/ferry/charts, else the user cache folder's ferry/charts)")
 	f.StringSliceVar(&r.insecure, "insecure-registry", nil, "chart repository or registry `HOST` reached over plain HTTP (repeatable)")
+	f.StringVar(&r.workspace, "workspace", "", "the folder every file ferry reads must be in, after symlinks: the repository and the other checkouts ferry.yaml sources: maps (default $GITHUB_WORKSPACE, else the repository's parent)")
+}
+
+// workspaceDir is --workspace, else $GITHUB_WORKSPACE; "" lets config
+// take the repository's parent.
+func (r *repoFlags) workspaceDir(getenv func(string) string) string {
+	if r.workspace != "" {
+		return r.workspace
+	}
+	return getenv("GITHUB_WORKSPACE")
 }
 
 // chartCacheDir is --cache-dir, else ferry/charts under the runner's

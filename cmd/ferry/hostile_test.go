@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
 	"github.com/ferry-ci/ferry/internal/testtree"
 )
@@ -48,6 +50,10 @@ type hostileCase struct {
 	name  string
 	class string // which class of issue 12 it belongs to, or "earlier"
 	files map[string]string
+	// head, when set, makes the case a pull request: the repo (with
+	// files) is committed as the base, then head is written over it and
+	// committed, and the default command is a diff of the two.
+	head  map[string]string
 	setup func(t *testing.T, c *hostileRun)
 	args  []string // default: render --repo REPO
 	env   map[string]string
@@ -59,11 +65,22 @@ type hostileCase struct {
 	forbid []string
 }
 
-// hostileRun is the folder layout of one case.
+// hostileRun is the folder layout of one case: the repo is
+// CASE/ws/repo, so the workspace (the repository's parent) is CASE/ws and
+// CASE/outside.txt, a canary, lies outside it.
 type hostileRun struct {
-	dir, repo, out, tmp, home, bin string
-	key                            secretstest.Key
+	dir, ws, repo, out, tmp, home, bin string
+	key                                secretstest.Key
 }
+
+// outsideCanary is the content of a file outside the workspace, and
+// runnerToken the runner's token in every case's environment
+// (INPUT_TOKEN, ACTIONS_RUNTIME_TOKEN): neither may appear in any output,
+// file or request, in any encoding.
+const (
+	outsideCanary = "outside-canary-9c2b-never-read"
+	runnerToken   = "ghs_runnerTokenCanary7d41e0"
+)
 
 var (
 	hostileBinOnce sync.Once
@@ -125,12 +142,15 @@ var traps = []string{"git", "sh", "bash", "kustomize", "helm", "sops", "curl", "
 
 func newHostileRun(t *testing.T) *hostileRun {
 	dir := t.TempDir()
-	c := &hostileRun{dir: dir, repo: filepath.Join(dir, "repo"), out: filepath.Join(dir, "out"),
+	c := &hostileRun{dir: dir, ws: filepath.Join(dir, "ws"), repo: filepath.Join(dir, "ws", "repo"), out: filepath.Join(dir, "out"),
 		tmp: filepath.Join(dir, "tmp"), home: filepath.Join(dir, "home"), bin: filepath.Join(dir, "bin"), key: secretstest.NewKey(t)}
 	for _, d := range []string{c.repo, c.tmp, c.home, c.bin} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "outside.txt"), []byte(outsideCanary+"\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	for _, p := range traps {
 		script := "#!/bin/sh\necho \"$0 $*\" >> " + strconv.Quote(filepath.Join(dir, "ran")) + "\nexit 1\n"
@@ -180,6 +200,24 @@ func canaryForms(v string) map[string]string {
 	forms["json-no-html"] = strings.Trim(strings.TrimSpace(b.String()), `"`)
 	// The unique word alone: a form no encoder above predicted.
 	forms["word"] = "hostile-canary-5e1f"
+	return forms
+}
+
+// withoutMaskCommands drops the ::add-mask:: lines with which ferry
+// registers its secrets with the runner (which consumes them; they are
+// not in its log): the one place a secret may be written.
+func withoutMaskCommands(out string) string {
+	lines := strings.Split(out, "\n")
+	lines = slices.DeleteFunc(lines, func(l string) bool { return strings.HasPrefix(l, "::add-mask::") })
+	return strings.Join(lines, "\n")
+}
+
+// secretForms are the encodings in which a value other than the
+// decrypted canary could leak: raw, base64 and its quoted forms.
+func secretForms(v string) map[string]string {
+	forms := map[string]string{"raw": v, "base64": base64.StdEncoding.EncodeToString([]byte(v))}
+	j, _ := json.Marshal(v)
+	forms["json"] = strings.Trim(string(j), `"`)
 	return forms
 }
 
@@ -233,10 +271,23 @@ func TestHostileInputs(t *testing.T) {
 				content = strings.ReplaceAll(content, "{{CASE}}", c.dir)
 				c.write(t, rel, content)
 			}
+			if hc.head != nil {
+				repo := gittest.Init(t, c.repo)
+				repo.Commit(t, "base")
+				for rel, content := range hc.head {
+					content = strings.ReplaceAll(content, "{{URL}}", url)
+					content = strings.ReplaceAll(content, "{{CASE}}", c.dir)
+					c.write(t, rel, content)
+				}
+				repo.Commit(t, "head")
+			}
 			if hc.setup != nil {
 				hc.setup(t, c)
 			}
-			args := hc.args
+			args := slices.Clone(hc.args)
+			if args == nil && hc.head != nil {
+				args = []string{"diff", "--repo", "{{REPO}}", "--base", "HEAD~1", "--format", "json"}
+			}
 			if args == nil {
 				args = []string{"render", "--repo", "{{REPO}}"}
 			}
@@ -247,7 +298,8 @@ func TestHostileInputs(t *testing.T) {
 				args[i] = strings.ReplaceAll(a, "{{URL}}", url)
 			}
 			before := snapshot(t, c.dir)
-			env := []string{"PATH=" + c.bin, "HOME=" + c.home, "TMPDIR=" + c.tmp, "SOPS_AGE_KEY=" + c.key.Identity}
+			env := []string{"PATH=" + c.bin, "HOME=" + c.home, "TMPDIR=" + c.tmp, "SOPS_AGE_KEY=" + c.key.Identity,
+				"INPUT_TOKEN=" + runnerToken, "ACTIONS_RUNTIME_TOKEN=" + runnerToken}
 			for k, v := range hc.env {
 				v = strings.ReplaceAll(strings.ReplaceAll(v, "{{CASE}}", c.dir), "{{REPO}}", c.repo)
 				env = append(env, k+"="+strings.ReplaceAll(v, "{{OTHERKEY}}", secretstest.NewKey(t).Identity))
@@ -316,14 +368,19 @@ func TestHostileInputs(t *testing.T) {
 				t.Errorf("ferry wrote %s, outside the folders it was given", rel)
 			}
 			forms := canaryForms(hostileCanary)
+			for what, v := range map[string]string{"file outside the workspace": outsideCanary, "runner token": runnerToken} {
+				for name, f := range secretForms(v) {
+					forms[what+", "+name] = f
+				}
+			}
 			check := func(where, text string) {
 				for name, f := range forms {
 					if strings.Contains(text, f) {
-						t.Errorf("the decrypted value leaked into %s (%s form)", where, name)
+						t.Errorf("a secret leaked into %s (%s)", where, name)
 					}
 				}
 			}
-			check("stdout", stdout.String())
+			check("stdout", withoutMaskCommands(stdout.String()))
 			check("stderr", stderr.String())
 			for rel := range after {
 				if _, ok := before[rel]; ok {

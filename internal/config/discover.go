@@ -487,9 +487,9 @@ func (r *Repo) sourceDir(kind, ns, name string, self map[string]bool) (string, s
 			p, ok = r.File.Sources[key]
 		}
 		if ok {
-			dir := filepath.Join(r.Root, filepath.FromSlash(p))
-			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-				return "", fmt.Sprintf("source %s: ferry.yaml sources %q says it is at %s, which is not a directory", id, key, p)
+			dir, err := r.mapSource(key, p)
+			if err != nil {
+				return "", fmt.Sprintf("source %s: %v", id, err)
 			}
 			return dir, ""
 		}

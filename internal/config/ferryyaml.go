@@ -43,6 +43,18 @@ type File struct {
 	// Notifications declares Flux Providers and Alerts for every cluster,
 	// beside those the clusters' renders hold.
 	Notifications *NotificationsConfig `json:"notifications,omitempty" yaml:"notifications,omitempty"`
+	// Network says which hosts a pull request's diff may contact beyond
+	// the chart sources its base revision already has. Read from the
+	// base revision only.
+	Network *NetworkConfig `json:"network,omitempty" yaml:"network,omitempty"`
+}
+
+// NetworkConfig is ferry.yaml's network: block.
+type NetworkConfig struct {
+	// AllowHosts are the host:port pairs (a host alone is its scheme's
+	// default port) that a chart source new in a pull request may be
+	// fetched from, without credentials.
+	AllowHosts []string `json:"allowHosts,omitempty" yaml:"allowHosts,omitempty"`
 }
 
 // ImagePolicyConfig declares one image policy with the field names of a
@@ -206,6 +218,11 @@ func (d *Dependency) UnmarshalYAML(n *yamlv3.Node) error {
 // ReadFile reads ferry.yaml from the repository root. It returns nil, nil
 // when there is none.
 func ReadFile(root string) (*File, error) {
+	return readFile(root, true)
+}
+
+// readFile reads ferry.yaml, checking its sources: when checkSrc is set.
+func readFile(root string, checkSrc bool) (*File, error) {
 	data, err := manifest.ReadFile(filepath.Join(root, FileName), FileName)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -219,6 +236,9 @@ func ReadFile(root string) (*File, error) {
 	f, err := ParseFile(data)
 	if err != nil {
 		return nil, err
+	}
+	if !checkSrc {
+		return f, nil
 	}
 	if err := checkSources(root, f.Sources); err != nil {
 		return nil, err

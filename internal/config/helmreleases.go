@@ -378,7 +378,9 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 // remoteSource is what a HelmRepository or OCIRepository object gives
 // every chart it serves: its URL, whether plain HTTP is allowed (its
 // spec.insecure, or a host named in render.Options.InsecureHosts) and its
-// credentials (sourceCredentials).
+// credentials (sourceCredentials). In a proposed revision, a source the
+// trusted one lacks is not fetched (a skippedRelease saying how to allow
+// it) and one it changed gets no credentials: see allowFetch.
 func (r *Repo) remoteSource(ctx context.Context, t *Target, res *render.Result, source *unstructured.Unstructured, id string) (helm.ChartSource, error) {
 	src := helm.ChartSource{}
 	src.URL, _, _ = unstructured.NestedString(source.Object, "spec", "url")
@@ -389,8 +391,15 @@ func (r *Repo) remoteSource(ctx context.Context, t *Target, res *render.Result, 
 	if err != nil || u.Host == "" {
 		return src, fmt.Errorf("source %s: spec.url %q is not a URL with a host", id, src.URL)
 	}
+	decided := r.allowFetch(ctx, t, source)
+	if !decided.fetch {
+		return src, &skippedRelease{reason: decided.reason}
+	}
 	src.Insecure, _, _ = unstructured.NestedBool(source.Object, "spec", "insecure")
 	src.Insecure = src.Insecure || slices.Contains(r.opts.InsecureHosts, u.Host)
+	if !decided.credentials {
+		return src, nil // a source the proposed revision changed gets no credentials
+	}
 	src.Credentials, err = r.sourceCredentials(ctx, t, res, source, id, u.Host)
 	return src, err
 }

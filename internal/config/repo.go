@@ -114,12 +114,23 @@ type Repo struct {
 	expandErr map[*Target]error
 	// notifyFiles caches mayNotify.
 	notifyFiles *bool
+	// Notes are what a proposed revision changed of its reach and was
+	// not given (LoadProposed): "ferry.yaml changes sources: ...".
+	Notes []string
+
+	trusted                       *Repo  // the revision that decides this one's reach; nil when it is trusted itself
+	checkout, rootReal, workspace string // see locate
 }
 
 // Load reads ferry.yaml and, when it declares no targets, discovers them
 // from the repository's Flux objects (which renders the cluster roots and
-// the targets that may hold nested Kustomizations).
+// the targets that may hold nested Kustomizations). The revision at root
+// is trusted: its ferry.yaml decides ferry's reach (see LoadProposed).
 func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) {
+	return load(ctx, root, opts, nil)
+}
+
+func load(ctx context.Context, root string, opts render.Options, trusted *Repo) (*Repo, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, err
@@ -127,7 +138,9 @@ func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) 
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("repository %s: not a directory", root)
 	}
-	f, err := ReadFile(abs)
+	// A proposed revision's sources: are replaced by the trusted ones
+	// below, and checked then.
+	f, err := readFile(abs, trusted == nil)
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +153,7 @@ func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) 
 		opts:      opts,
 		Charts:    opts.HelmSources,
 		loaded:    opts.HelmLoaded,
+		trusted:   trusted,
 		self:      map[string]bool{"flux-system": true},
 		rootVars:  map[string]map[objectKey]*unstructured.Unstructured{},
 		rootObjs:  map[string][]*unstructured.Unstructured{},
@@ -150,13 +164,25 @@ func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) 
 		expanded:  map[*Target]*render.Result{},
 		expandErr: map[*Target]error{},
 	}
+	if err := r.locate(); err != nil {
+		return nil, err
+	}
+	if trusted != nil {
+		r.File, r.Notes = reachFile(f, trusted.File)
+		if err := checkSources(r.Root, r.File.Sources); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.checkReach(); err != nil {
+		return nil, err
+	}
 	if r.Charts == nil {
 		r.Charts = helm.NewSources(helm.SourcesOptions{CacheDir: opts.HelmCacheDir})
 	}
 	if r.loaded == nil {
 		r.loaded = helm.NewLoadedCharts()
 	}
-	if f != nil && len(f.Targets) > 0 {
+	if r.File != nil && len(r.File.Targets) > 0 {
 		if err := r.fromFile(); err != nil {
 			return nil, err
 		}
@@ -168,8 +194,32 @@ func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) 
 			t.HelmReleases = HelmMode(opts.HelmReleases)
 		}
 	}
+	if trusted != nil {
+		r.trustAccess()
+	}
 	r.resolveDependencies()
 	return r, nil
+}
+
+// locate finds the folders reads are checked against: the revision's own
+// (Root, symlinks resolved), the checkout that sources: paths are
+// relative to, and the workspace.
+func (r *Repo) locate() error {
+	var err error
+	if r.rootReal, err = filepath.EvalSymlinks(r.Root); err != nil {
+		return fmt.Errorf("repository %s: %w", r.Root, err)
+	}
+	r.checkout = r.Root
+	if r.opts.Checkout != "" {
+		if r.checkout, err = filepath.Abs(r.opts.Checkout); err != nil {
+			return err
+		}
+		if real, err := filepath.EvalSymlinks(r.checkout); err == nil {
+			r.checkout = real
+		}
+	}
+	r.workspace, err = workspaceOf(r.opts, r.checkout)
+	return err
 }
 
 // fromFile turns ferry.yaml's targets into Targets.

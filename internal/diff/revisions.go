@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -36,10 +37,12 @@ type Options struct {
 	// Live, when set, compares a target's head render with its cluster
 	// (diff --live); it is called for every affected target that renders.
 	Live func(ctx context.Context, t *config.Target, objs []*unstructured.Unstructured) ([]Object, error)
-	// OnHead, when set, is called with the head revision's repository and
-	// the finished report, before the revisions' checkouts are removed:
-	// what the head renders (its Flux Alerts, say) can still be read.
-	OnHead func(ctx context.Context, head *config.Repo, r *Report)
+	// OnRevisions, when set, is called with both revisions' repositories
+	// and the finished report, before their checkouts are removed: what
+	// they render can still be read (the base's Flux Alerts and
+	// Providers, which decide where notifications go; the head's targets,
+	// which the events are about).
+	OnRevisions func(ctx context.Context, base, head *config.Repo, r *Report)
 	// Mask hides decrypted values wherever the report quotes objects or
 	// errors. Nil: a masker of Render's decryptor.
 	Mask *secrets.Masker
@@ -55,6 +58,9 @@ type Plan struct {
 	Affected []Affected
 	// Unaffected counts the other targets.
 	Unaffected int
+	// Notes say what the head changed of ferry's reach and was not given
+	// ("ferry.yaml changes sources: the diff uses the base's").
+	Notes []string
 
 	base, head *config.Repo
 }
@@ -223,12 +229,20 @@ func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
 		return p, nil, nil
 	}
 	cleanup := rv.cleanup
-	if p.base, err = config.Load(ctx, bdir, opts.Render); err != nil {
+	// Both revisions are exports; sources: paths stay relative to the
+	// checkout. The head is data: its reach (sources:, clusters:, chart
+	// sources, credentials) is the base's.
+	ropts := opts.Render
+	if ropts.Checkout, err = filepath.Abs(opts.Repo); err != nil {
+		return nil, cleanup, err
+	}
+	if p.base, err = config.Load(ctx, bdir, ropts); err != nil {
 		return nil, cleanup, fmt.Errorf("base revision %s: %w", shortHash(rv.base), err)
 	}
-	if p.head, err = config.Load(ctx, hdir, opts.Render); err != nil {
+	if p.head, err = config.LoadProposed(ctx, hdir, ropts, p.base); err != nil {
 		return nil, cleanup, fmt.Errorf("head revision %s: %w", shortHash(rv.head), err)
 	}
+	p.Notes = p.head.Notes
 	consider := considered(opts.Targets)
 	baseByName := map[string]*config.Target{}
 	for _, t := range p.base.Targets {
@@ -327,7 +341,7 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Base: p.Base, Head: p.Head, Unaffected: p.Unaffected, Targets: []Target{}}
+	r := &Report{Base: p.Base, Head: p.Head, Unaffected: p.Unaffected, Targets: []Target{}, Warnings: slices.Clone(p.Notes)}
 	for _, a := range p.Affected {
 		t := Target{Name: a.Name, Cluster: a.Cluster, Why: a.Why}
 		var base, head *render.Result
@@ -381,8 +395,8 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 		r.Targets = append(r.Targets, t)
 	}
 	mask.Redact(r)
-	if opts.OnHead != nil {
-		opts.OnHead(ctx, p.head, r)
+	if opts.OnRevisions != nil {
+		opts.OnRevisions(ctx, p.base, p.head, r)
 	}
 	return r, nil
 }

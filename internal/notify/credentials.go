@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -20,6 +21,7 @@ import (
 var (
 	secretKeys = []string{"address", "token", "username", "password", "headers"}
 	certKeys   = []string{"ca.crt", "tls.crt", "tls.key"}
+	proxyKeys  = []string{"address", "username", "password"}
 )
 
 // SecretEnvPrefix is the prefix of the variables that stand in for the
@@ -40,6 +42,7 @@ type credentials struct {
 	username, password string
 	headers            map[string]string
 	tls                *tls.Config
+	proxy              *url.URL
 }
 
 // lookupSecret finds the Secret namespace/name: in the renders first, else
@@ -123,7 +126,45 @@ func resolve(opts *Options, p *Provider) (*credentials, error) {
 	if c.address == "" {
 		return nil, fmt.Errorf("%s: no address (neither spec.address nor the address key of its secretRef)", p.ID())
 	}
+	proxy, err := proxyOf(opts, p, hide)
+	if err != nil {
+		return nil, err
+	}
+	c.proxy = proxy
 	return c, nil
+}
+
+// proxyOf is the proxy a provider sends through, as notification-controller
+// reads it: the proxySecretRef Secret's address (with its username and
+// password), else spec.proxy; nil for none. Every part of it is hidden:
+// a proxy address may carry credentials.
+func proxyOf(opts *Options, p *Provider, hide func(...string)) (*url.URL, error) {
+	raw, user, pass := p.Proxy, "", ""
+	if p.ProxySecretRef != "" {
+		data, err := lookupSecret(opts, p.Namespace, p.ProxySecretRef, proxyKeys)
+		if err != nil {
+			return nil, fmt.Errorf("%s: proxySecretRef: %w", p.ID(), err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(data)) {
+			hide(data[k], strings.TrimSpace(data[k]))
+		}
+		raw, user, pass = strings.TrimSpace(data["address"]), data["username"], data["password"]
+		if raw == "" {
+			return nil, fmt.Errorf("%s: proxySecretRef Secret/%s/%s has no address key", p.ID(), p.Namespace, p.ProxySecretRef)
+		}
+	}
+	if raw == "" {
+		return nil, nil
+	}
+	hide(raw)
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || !slices.Contains([]string{"http", "https", "socks5"}, u.Scheme) {
+		return nil, fmt.Errorf("%s: the proxy is not an http, https or socks5 URL with a host", p.ID())
+	}
+	if user != "" {
+		u.User = url.UserPassword(user, pass)
+	}
+	return u, nil
 }
 
 // tlsConfig trusts the Secret's ca.crt (besides nothing else, as Flux's
@@ -157,12 +198,15 @@ func tlsConfig(data map[string]string) (*tls.Config, error) {
 // client is the HTTP client of a provider: opts.HTTPClient, else one
 // whose transport has the provider's TLS configuration.
 func (c *credentials) client(opts *Options) *http.Client {
-	if opts.HTTPClient != nil {
+	if opts.HTTPClient != nil && c.proxy == nil {
 		return opts.HTTPClient
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if c.tls != nil {
 		tr.TLSClientConfig = c.tls
+	}
+	if c.proxy != nil { // else the runner's own (HTTPS_PROXY), as before
+		tr.Proxy = http.ProxyURL(c.proxy)
 	}
 	return &http.Client{Transport: tr}
 }

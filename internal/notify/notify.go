@@ -77,7 +77,12 @@ type Provider struct {
 	// username, password, headers; CertSecretRef one with ca.crt.
 	SecretRef     string
 	CertSecretRef string
-	Suspend       bool
+	// Proxy is spec.proxy, the HTTP(S) proxy to send through;
+	// ProxySecretRef names a Secret whose address key (with username and
+	// password) is the proxy, and wins over Proxy.
+	Proxy          string
+	ProxySecretRef string
+	Suspend        bool
 	// Origin says where it was declared (file:line, or ferry.yaml).
 	Origin string
 }

@@ -179,6 +179,8 @@ func providerFrom(u *unstructured.Unstructured) (Provider, error) {
 	p.Username = str("spec", "username")
 	p.SecretRef = str("spec", "secretRef", "name")
 	p.CertSecretRef = str("spec", "certSecretRef", "name")
+	p.Proxy = strings.TrimSpace(str("spec", "proxy"))
+	p.ProxySecretRef = str("spec", "proxySecretRef", "name")
 	if t := str("spec", "timeout"); t != "" {
 		d, err := time.ParseDuration(t)
 		if err != nil || !timeoutPattern.MatchString(t) {

@@ -200,6 +200,9 @@ func open(o *Options, p *Provider) *provider {
 	}
 	rp := &provider{creds: c, client: c.client(o)}
 	if isCommitStatusProvider(p.Type) {
+		if c.proxy != nil {
+			return &provider{err: fmt.Errorf("%s: ferry sets %s commit statuses through its forge client, which does not go through a Provider's proxy: not sent", p.ID(), p.Type)}
+		}
 		if o.OpenStatuses == nil {
 			return &provider{err: fmt.Errorf("%s: no forge client to set %s commit statuses with", p.ID(), p.Type)}
 		}

@@ -58,6 +58,16 @@ type Options struct {
 	// InsecureHosts are chart repository and registry hosts reached over
 	// plain HTTP, named on purpose. Read by config.
 	InsecureHosts []string
+	// Workspace is the folder every read outside the revision's own tree
+	// stays under (sources: folders, artifact sources, chart folders),
+	// after symlinks: GITHUB_WORKSPACE in Actions, --workspace, else the
+	// parent of Checkout. Read by config.
+	Workspace string
+	// Checkout is the repository's folder in the workspace, which
+	// ferry.yaml's sources: paths are relative to, when the revision
+	// rendered is an export of it elsewhere (diff, plan); empty: the
+	// revision's own folder. Read by config.
+	Checkout string
 }
 
 // Lookup finds a ConfigMap or Secret that the repository renders, for
