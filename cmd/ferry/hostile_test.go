@@ -58,6 +58,8 @@ type hostileCase struct {
 	args  []string // default: render --repo REPO
 	env   map[string]string
 	want  []string // substrings of stderr
+	// wantOut are substrings of stdout (a diff's report).
+	wantOut []string
 	// succeeds marks an input ferry handles (exit 0); every other case
 	// must fail with exit 2.
 	succeeds bool
@@ -248,7 +250,8 @@ func snapshot(t *testing.T, root string) map[string]string {
 func TestHostileInputs(t *testing.T) {
 	bin := builtFerry(t)
 	tr := newTrap(t)
-	url := "http://" + tr.ln.Addr().String()
+	host := tr.ln.Addr().String()
+	url := "http://" + host
 	cases := hostileCases()
 	if len(cases) < 60 {
 		t.Fatalf("the corpus has %d cases, want at least 60", len(cases))
@@ -257,7 +260,7 @@ func TestHostileInputs(t *testing.T) {
 	for _, hc := range cases {
 		perClass[hc.class]++
 	}
-	for _, class := range []string{"remote", "mask", "output", "exhaust", "sops", "commands", "ferry.yaml", "earlier", "cli"} {
+	for _, class := range []string{"remote", "mask", "output", "exhaust", "sops", "commands", "ferry.yaml", "earlier", "cli", "reads", "egress", "notify"} {
 		if perClass[class] < 2 {
 			t.Errorf("class %s has %d cases, want more than one", class, perClass[class])
 		}
@@ -266,18 +269,15 @@ func TestHostileInputs(t *testing.T) {
 		t.Run(hc.class+"/"+hc.name, func(t *testing.T) {
 			t.Parallel()
 			c := newHostileRun(t)
+			expand := strings.NewReplacer("{{URL}}", url, "{{HOST}}", host, "{{CASE}}", c.dir).Replace
 			for rel, content := range hc.files {
-				content = strings.ReplaceAll(content, "{{URL}}", url)
-				content = strings.ReplaceAll(content, "{{CASE}}", c.dir)
-				c.write(t, rel, content)
+				c.write(t, rel, expand(content))
 			}
 			if hc.head != nil {
 				repo := gittest.Init(t, c.repo)
 				repo.Commit(t, "base")
 				for rel, content := range hc.head {
-					content = strings.ReplaceAll(content, "{{URL}}", url)
-					content = strings.ReplaceAll(content, "{{CASE}}", c.dir)
-					c.write(t, rel, content)
+					c.write(t, rel, expand(content))
 				}
 				repo.Commit(t, "head")
 			}
@@ -336,7 +336,13 @@ func TestHostileInputs(t *testing.T) {
 					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
 				}
 			}
-			if want == exitError && stdout.Len() > 0 && !strings.HasPrefix(args[0], "-") && hc.class != "commands" {
+			for _, w := range hc.wantOut {
+				if w = expand(w); !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
+				}
+			}
+			// A diff prints its report, failed targets included.
+			if want == exitError && stdout.Len() > 0 && !strings.HasPrefix(args[0], "-") && args[0] != "diff" && hc.class != "commands" {
 				t.Errorf("a failed run printed on stdout:\n%s", stdout.String())
 			}
 			for _, stream := range []struct{ name, text string }{{"stdout", stdout.String()}, {"stderr", stderr.String()}} {
