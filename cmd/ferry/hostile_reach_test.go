@@ -130,8 +130,10 @@ func hostileReachCases() []hostileCase {
 			want: []string{`ferry.yaml sources "other"`, "outside the workspace"}},
 		{name: "sources to a folder beside the workspace", class: "reads", files: fleetRoot(map[string]string{
 			"ferry.yaml": "sources:\n  other: ../../inner\n", "clusters/dev/other.yaml": otherSource}),
-			setup: func(t *testing.T, c *hostileRun) { c.write(t, "../../inner/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\n") },
-			want:  []string{`ferry.yaml sources "other": ../../inner`, "outside the workspace"}},
+			setup: func(t *testing.T, c *hostileRun) {
+				c.write(t, "../../inner/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\n")
+			},
+			want: []string{`ferry.yaml sources "other": ../../inner`, "outside the workspace"}},
 		{name: "sources through a symlink in the workspace", class: "reads", files: fleetRoot(map[string]string{
 			"ferry.yaml": "sources:\n  other: ../link\n", "clusters/dev/other.yaml": otherSource}),
 			setup: linkAt("{{CASE}}/home", "{{CASE}}/ws/link"),
