@@ -29,6 +29,13 @@ func newPlanCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			for _, n := range p.Notes {
+				msg := e.masker.Mask(n)
+				fmt.Fprintln(e.stderr, "ferry: warning: "+msg)
+				if e.gha != nil {
+					_ = e.gha.Warning(msg, actions.Annotation{Title: "Pull request reach"})
+				}
+			}
 			m := p.Matrix()
 			fmt.Fprintln(e.stdout, m.JSON())
 			e.output("matrix", m.JSON())

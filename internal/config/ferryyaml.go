@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -280,6 +281,13 @@ func ParseFile(data []byte) (*File, error) {
 			return nil, fmt.Errorf("%s: sources: %q: %w", FileName, name, err)
 		}
 	}
+	if f.Network != nil {
+		for i, h := range f.Network.AllowHosts {
+			if err := checkHostPort(h); err != nil {
+				return nil, fmt.Errorf("%s: network.allowHosts[%d] %q: %w", FileName, i, h, err)
+			}
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(f.Clusters)) {
 		if err := checkNamePart(name); err != nil {
 			return nil, fmt.Errorf("%s: clusters: cluster name %q: %w", FileName, name, err)
@@ -424,6 +432,21 @@ func joinField(at, key string) string {
 		return key
 	}
 	return at + "." + key
+}
+
+// checkHostPort accepts host or host:port: an exact name, no scheme,
+// path, user or wildcard.
+func checkHostPort(h string) error {
+	u, err := url.Parse("//" + h)
+	if err != nil || u.Host != h || u.Hostname() == "" || strings.ContainsAny(h, "*/@?# ") {
+		return errors.New("want host or host:port (no scheme, path or wildcard)")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("port %q is not a port number", p)
+		}
+	}
+	return nil
 }
 
 // sourceKinds are the Flux source kinds a sources: key may name.

@@ -183,6 +183,15 @@ func TestParseFileErrors(t *testing.T) {
 		yaml string
 		want []string // parts of the error
 	}{
+		{name: "allowHosts with a scheme", yaml: "network:\n  allowHosts: [\"https://charts.example.com\"]\n",
+			want: []string{"ferry.yaml", "network.allowHosts[0]", "host or host:port"}},
+		{name: "allowHosts with a path", yaml: "network:\n  allowHosts: [charts.example.com/x]\n",
+			want: []string{"network.allowHosts[0]", `"charts.example.com/x"`}},
+		{name: "allowHosts wildcard", yaml: "network:\n  allowHosts: [ok.example.com, \"*.example.com\"]\n",
+			want: []string{"network.allowHosts[1]", "wildcard"}},
+		{name: "allowHosts bad port", yaml: "network:\n  allowHosts: [\"charts.example.com:99999\"]\n",
+			want: []string{"network.allowHosts[0]", "not a port number"}},
+		{name: "network unknown field", yaml: "network:\n  allowHost: [x]\n", want: []string{`unknown field "allowHost"`}},
 		{
 			name: "unknown top-level field",
 			yaml: "targets: []\ntarget: []\n",
