@@ -100,7 +100,7 @@ func runStep(t *testing.T, rv *runnerVars, newRoot func(*env) *cobra.Command, ar
 		}
 	}
 	var out, errb bytes.Buffer
-	e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return rv.vars[k] }}
+	e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return rv.vars[k] }, environ: func() []string { return environOf(rv.vars) }}
 	if newRoot == nil {
 		newRoot = newRootCmd
 	}
