@@ -96,7 +96,12 @@ func (e *env) startActions(args []string, newRoot func(*env) *cobra.Command) ([]
 	inputs := e.gha.SecretInputs()
 	e.masker.Add(inputs...)
 	e.credentials.Add(inputs...)
+	// The inputs first, then every other secret known by now (those of
+	// the environment, see learnSecrets) and its base64 form.
 	if err := e.gha.Mask(inputs...); err != nil {
+		return nil, err
+	}
+	if err := e.gha.Mask(actions.Maskable(e.masker.Values())...); err != nil {
 		return nil, err
 	}
 	args, err := e.inputArgs(args, newRoot)
