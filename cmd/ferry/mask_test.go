@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -235,7 +236,7 @@ func dockerConfig(t *testing.T, content string) string {
 // and outside one (GITHUB_TOKEN).
 func TestForgeTokenEchoedInNoOutput(t *testing.T) {
 	const token = "ghs_EchoedToken0123456789abcdef"
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		fmt.Fprintf(w, `{"message": "Bad credentials: %s", "documentation_url": "https://docs.example.com"}`, r.Header.Get("Authorization"))
@@ -267,6 +268,63 @@ func TestForgeTokenEchoedInNoOutput(t *testing.T) {
 				outputs[name] = string(b)
 			}
 			for name, out := range outputs {
+				if leaks := secretstest.Leaks(out, token); len(leaks) > 0 {
+					t.Errorf("%s holds the token as %v:\n%s", name, leaks, out)
+				}
+			}
+		})
+	}
+}
+
+// kubeEchoServer is an API server (HTTPS: client-go sends no token over
+// HTTP) that refuses every request with 401,
+// quoting the Authorization header it was sent.
+func kubeEchoServer(t *testing.T) *httptest.Server {
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		msg, _ := json.Marshal("Unauthorized: " + r.Header.Get("Authorization"))
+		fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":%s,"reason":"Unauthorized","code":401}`, msg)
+	}))
+	t.Cleanup(api.Close)
+	return api
+}
+
+// TestKubeconfigTokenEchoedInNoOutput: the token of a kubeconfig, which
+// an API server quotes when it refuses it, is in no output of apply,
+// drift or diff --live, whether the kubeconfig is content in a variable
+// or a file.
+func TestKubeconfigTokenEchoedInNoOutput(t *testing.T) {
+	const token = "kube-EchoedToken-0123456789abcdef"
+	api := kubeEchoServer(t)
+	kubeconfig := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "` + api.URL + `", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: "` + token + `"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+	file := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(file, []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, base := newPRRepo(t, "single-app", nil)
+	p.Replace(t, "shop/base/deployment.yaml", "web:2.4.0", "web:2.5.0")
+	head := p.Commit(t, "2.5.0")
+	vars := map[string]string{"TEST_KUBECONFIG": kubeconfig, "SOPS_AGE_KEY": exampleKeyText(t)}
+	for name, args := range map[string][]string{
+		"apply, content":    {"apply", "--repo", p.Dir, "--kubeconfig-env", "TEST_KUBECONFIG"},
+		"apply, file":       {"apply", "--repo", p.Dir, "--kubeconfig", file},
+		"drift, content":    {"drift", "--repo", p.Dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--report", "none"},
+		"diff --live, file": {"diff", "--repo", p.Dir, "--base", base, "--head", head, "--live", "--kubeconfig", file, "--format", "json"},
+		"diff --live, text": {"diff", "--repo", p.Dir, "--base", base, "--head", head, "--live", "--kubeconfig-env", "TEST_KUBECONFIG"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := ferry(t, vars, args...)
+			if res.code != exitError || !strings.Contains(res.stdout+res.stderr, "Bearer ***") {
+				t.Fatalf("exit %d, want %d and the server's answer, masked:\nstdout: %s\nstderr: %s", res.code, exitError, res.stdout, res.stderr)
+			}
+			for name, out := range map[string]string{"stdout": res.stdout, "stderr": res.stderr} {
 				if leaks := secretstest.Leaks(out, token); len(leaks) > 0 {
 					t.Errorf("%s holds the token as %v:\n%s", name, leaks, out)
 				}
