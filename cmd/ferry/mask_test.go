@@ -332,3 +332,48 @@ current-context: c
 		})
 	}
 }
+
+// TestRenderHidesOwnCredentialsOnly: render shows decrypted values (its
+// purpose), but not ferry's own credentials: an object holding one is
+// printed (and written with -o) with *** in its place, and named in a
+// warning.
+func TestRenderHidesOwnCredentialsOnly(t *testing.T) {
+	const decrypted, password = "decrypted-value-shown-4a1b", "registry-password-hidden-9c2d"
+	r := newTestRepo(t)
+	r.write("ferry.yaml", "targets:\n  - name: app\n    path: app\n")
+	r.write("app/kustomization.yaml", "resources: [pull.yaml, secret.yaml]\n")
+	r.write("app/pull.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: pull, namespace: apps}\ndata: {password: "+password+"}\n")
+	r.encrypt("app/secret.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: apps}\nstringData: {password: "+decrypted+"}\n", "^(data|stringData)$")
+	vars := r.vars()
+	vars["FERRY_REGISTRY_GHCR_IO_PASSWORD"] = password
+	out := filepath.Join(t.TempDir(), "out")
+	for name, args := range map[string][]string{"stdout": {"render", "--repo", r.dir}, "-o": {"render", "--repo", r.dir, "-o", out}} {
+		t.Run(name, func(t *testing.T) {
+			res := ferry(t, vars, args...)
+			if res.code != 0 {
+				t.Fatalf("exit %d: %s", res.code, res.stderr)
+			}
+			shown := res.stdout
+			if name == "-o" {
+				cm, err := os.ReadFile(filepath.Join(out, "app", "configmap_apps_pull.yaml"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				secret, err := os.ReadFile(filepath.Join(out, "app", "secret_apps_db.yaml"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				shown = string(cm) + string(secret)
+			}
+			if !strings.Contains(shown, decrypted) || !strings.Contains(shown, "password: '***'") {
+				t.Errorf("want the decrypted value shown and the credential as ***:\n%s", shown)
+			}
+			if leaks := secretstest.Leaks(shown+res.stderr, password); len(leaks) > 0 {
+				t.Errorf("the output holds the credential as %v:\n%s", leaks, shown)
+			}
+			if !strings.Contains(res.stderr, `warning: target "app": ConfigMap/apps/pull holds a credential`) {
+				t.Errorf("stderr does not name the object:\n%s", res.stderr)
+			}
+		})
+	}
+}
