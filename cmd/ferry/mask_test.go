@@ -236,7 +236,7 @@ func dockerConfig(t *testing.T, content string) string {
 // and outside one (GITHUB_TOKEN).
 func TestForgeTokenEchoedInNoOutput(t *testing.T) {
 	const token = "ghs_EchoedToken0123456789abcdef"
-	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		fmt.Fprintf(w, `{"message": "Bad credentials: %s", "documentation_url": "https://docs.example.com"}`, r.Header.Get("Authorization"))
