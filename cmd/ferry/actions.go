@@ -75,20 +75,33 @@ func (e *env) event() (*actions.Event, error) {
 	return e.ev, e.evErr
 }
 
-// startActions prepares a run inside an Actions step: it guards stdout
-// and stderr so that no text ferry prints can read as a workflow command,
-// registers the masks of every secret input before anything is printed,
-// and returns the command line with the inputs turned into flags and
-// arguments. Outside Actions it returns args as they are.
-func (e *env) startActions(args []string, newRoot func(*env) *cobra.Command) ([]string, error) {
-	if !actions.Enabled(e.getenv) {
-		return args, nil
-	}
-	e.gha = actions.New(e.getenv, e.stdout)
+// openActions starts a run inside an Actions step: a runtime that masks
+// what it writes, and stdout and stderr guarded so that no text ferry
+// prints can read as a workflow command, each registering the masks of
+// the secrets known so far before it writes.
+func (e *env) openActions() {
+	e.gha = actions.New(e.getenv, e.stdout, actions.WithMask(e.masker.Mask))
 	pending := func() []string { return actions.Maskable(e.masker.Values()) }
 	e.stdout = e.gha.Stdout(pending)
 	e.stderr = e.gha.Stderr(e.stderr, pending)
-	if err := e.gha.Mask(e.gha.SecretInputs()...); err != nil {
+}
+
+// startActions hides every secret input before anything is printed, and
+// returns the command line with the inputs turned into flags and
+// arguments. Outside Actions it returns args as they are.
+func (e *env) startActions(args []string, newRoot func(*env) *cobra.Command) ([]string, error) {
+	if e.gha == nil {
+		return args, nil
+	}
+	inputs := e.gha.SecretInputs()
+	e.masker.Add(inputs...)
+	e.credentials.Add(inputs...)
+	// The inputs first, then every other secret known by now (those of
+	// the environment, see learnSecrets) and its base64 form.
+	if err := e.gha.Mask(inputs...); err != nil {
+		return nil, err
+	}
+	if err := e.gha.Mask(actions.Maskable(e.masker.Values())...); err != nil {
 		return nil, err
 	}
 	args, err := e.inputArgs(args, newRoot)

@@ -100,7 +100,7 @@ func runStep(t *testing.T, rv *runnerVars, newRoot func(*env) *cobra.Command, ar
 		}
 	}
 	var out, errb bytes.Buffer
-	e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return rv.vars[k] }}
+	e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return rv.vars[k] }, environ: func() []string { return environOf(rv.vars) }}
 	if newRoot == nil {
 		newRoot = newRootCmd
 	}
@@ -251,7 +251,9 @@ func withProbe(required bool, secret func(*env) string) func(*env) *cobra.Comman
 				e.output("forge", forge.Kind+" "+forge.APIURL+" "+forge.Owner+"/"+forge.Repo)
 				if secret != nil {
 					v := secret(e)
-					fmt.Fprintf(e.stdout, "the value is %s\n", v)
+					// Through the stream that shows decrypted values (render's
+					// manifests): stdout would mask it.
+					fmt.Fprintf(e.manifests, "the value is %s\n", v)
 					e.summary("### probe\n\nsecret: " + v + "\n")
 				}
 				return nil

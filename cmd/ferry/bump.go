@@ -78,10 +78,8 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 		return err
 	}
 	scan, err := bump.Run(cmd.Context(), opts)
-	if scan != nil && e.gha != nil {
-		if err := e.gha.Mask(scan.Passwords...); err != nil {
-			return err
-		}
+	if scan != nil {
+		e.hide(scan.Passwords...)
 	}
 	if scan != nil {
 		for _, n := range scan.Notes {

@@ -70,6 +70,7 @@ func (c *clusterFlags) clientOptions(e *env, t *config.Target) (kube.ClientOptio
 			opts.Kubeconfig = filepath.Join(home, ".kube", "config")
 		}
 	}
+	e.hideKubeconfig(opts.KubeconfigData, opts.Kubeconfig)
 	return opts, nil
 }
 

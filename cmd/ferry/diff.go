@@ -155,7 +155,16 @@ func printDiff(e *env, o *diffOptions, r *diff.Report, markdown string) error {
 	return err
 }
 
+// isTerminal reports whether w writes to a terminal, itself or through
+// the writers it wraps (a masking one, say).
 func isTerminal(w any) bool {
+	for {
+		u, ok := w.(interface{ Unwrap() io.Writer })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

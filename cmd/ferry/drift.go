@@ -220,7 +220,7 @@ func reportDriftToActions(e *env, reports []*drift.Report, summary bool) error {
 	if e.getenv("GITHUB_STEP_SUMMARY") == "" {
 		return nil
 	}
-	if err := actions.New(e.getenv, io.Discard).AddSummary(e.masker.Mask(b.String())); err != nil {
+	if err := e.maskedRuntime().AddSummary(b.String()); err != nil {
 		return fmt.Errorf("step summary: %w", err)
 	}
 	return nil

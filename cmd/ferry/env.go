@@ -19,12 +19,22 @@ import (
 // env is everything a command reads from outside its flags: streams and
 // environment variables, read once here and passed down.
 type env struct {
+	// stdout and stderr mask every secret the masker knows once run has
+	// started (see maskStreams): the only streams a command gets.
 	stdout io.Writer
 	stderr io.Writer
-	getenv func(string) string
-	// masker collects decrypted values so nothing printed to stderr
-	// carries them.
-	masker *secrets.Masker
+	// manifests is the standard output for the one output that shows
+	// decrypted values by design, render's manifests: it masks ferry's
+	// own credentials only.
+	manifests io.Writer
+	getenv    func(string) string
+	// environ lists the environment as KEY=value (os.Environ), for the
+	// secrets known by a prefix (FERRY_SECRET_*); nil lists nothing.
+	environ func() []string
+	// masker hides every secret: decrypted values and ferry's own
+	// credentials. credentials hides the latter only (see hide).
+	masker      *secrets.Masker
+	credentials *secrets.Masker
 
 	// gha is the Actions runtime when ferry runs as a workflow step
 	// (GITHUB_ACTIONS=true), nil otherwise: see actions.go.
@@ -40,7 +50,7 @@ type env struct {
 }
 
 func newEnv() *env {
-	return &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, masker: secrets.NewMasker()}
+	return &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ}
 }
 
 // decryptor reads the age identities once, from SOPS_AGE_KEY or the file
@@ -56,6 +66,7 @@ func (e *env) decryptor() (*secrets.Decryptor, error) {
 			text = string(b)
 		}
 	}
+	e.hide(ageKeyLines(text)...)
 	var ids *secrets.Identities
 	if strings.TrimSpace(text) != "" {
 		var err error
@@ -102,10 +113,7 @@ func (e *env) renderOptions(r repoFlags, noDecrypt bool) (render.Options, error)
 func (e *env) secretEnv(key string) string {
 	v := e.getenv(key)
 	if strings.HasSuffix(key, "_PASSWORD") {
-		e.masker.Add(v)
-		if e.gha != nil {
-			_ = e.gha.Mask(v) // best effort: the masker above keeps the value out of what ferry prints
-		}
+		e.hide(v)
 	}
 	return v
 }
@@ -165,5 +173,9 @@ func openForge(e *env, override string) (forge.Forge, error) {
 	if err != nil {
 		return nil, err
 	}
-	return forge.New(cfg)
+	f, err := forge.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return maskedForge{f: f, mask: e.masker.Mask}, nil
 }

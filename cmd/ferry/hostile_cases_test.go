@@ -305,6 +305,7 @@ func hostileCases() []hostileCase {
 		{name: "repository that does not exist", class: "cli", args: []string{"render", "--repo", "{{CASE}}/nowhere"}, want: []string{"nowhere"}},
 	}
 	cases = append(cases, hostileReachCases()...)
+	cases = append(cases, hostileMaskCases()...)
 	return cases
 }
 

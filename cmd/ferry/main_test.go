@@ -25,9 +25,18 @@ type result struct {
 func ferry(t *testing.T, vars map[string]string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }}
+	e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }, environ: func() []string { return environOf(vars) }}
 	code := run(context.Background(), args, e)
 	return result{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// environOf lists vars as KEY=value, as os.Environ does.
+func environOf(vars map[string]string) []string {
+	var out []string
+	for k, v := range vars {
+		out = append(out, k+"="+v)
+	}
+	return out
 }
 
 // golden compares got with testdata/<name>, rewriting it with -update.

@@ -86,7 +86,7 @@ func (e *env) notify(ctx context.Context, n notifyFlags, repo *config.Repo, even
 			},
 			Getenv:       e.getenv,
 			Hide:         e.hide,
-			OpenStatuses: openStatuses,
+			OpenStatuses: e.openStatuses,
 			Total:        n.total,
 		}
 		if n.dryRun {
@@ -131,18 +131,10 @@ func (e *env) notifyWarning(msg string) string {
 	return msg
 }
 
-// hide masks values a provider reads (webhook addresses, tokens) from
-// everything ferry prints, and from the step log.
-func (e *env) hide(values ...string) {
-	e.masker.Add(values...)
-	if e.gha != nil {
-		_ = e.gha.Mask(values...) // best effort: the masker keeps them out of what ferry prints
-	}
-}
-
 // openStatuses connects to the repository a github or gitea Provider's
-// address names (https://host/owner/repo) with its token.
-func openStatuses(kind, address, token string) (notify.Statuses, error) {
+// address names (https://host/owner/repo) with its token; what it sends
+// is masked.
+func (e *env) openStatuses(kind, address, token string) (notify.Statuses, error) {
 	cfg, err := statusForge(kind, address, token)
 	if err != nil {
 		return nil, err
@@ -151,7 +143,7 @@ func openStatuses(kind, address, token string) (notify.Statuses, error) {
 	if err != nil {
 		return nil, err
 	}
-	return forgeStatuses{f}, nil
+	return forgeStatuses{maskedForge{f: f, mask: e.masker.Mask}}, nil
 }
 
 // forgeStatuses are the commit statuses of a forge, as notify reads and

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
@@ -34,16 +35,14 @@ func run(ctx context.Context, args []string, e *env) int {
 // runWith is run with the command tree newRoot builds. Inside an Actions
 // step the inputs become flags and arguments first (see actions.go).
 func runWith(ctx context.Context, args []string, e *env, newRoot func(*env) *cobra.Command) int {
-	if e.masker == nil {
-		e.masker = secrets.NewMasker()
+	e.masker, e.credentials = secrets.NewMasker(), secrets.NewMasker()
+	e.learnSecrets()
+	if actions.Enabled(e.getenv) {
+		e.openActions()
 	}
-	// In an Actions step, stderr holds back a line not ended yet (see
-	// actions.go); write it out last.
-	defer func() {
-		if f, ok := e.stderr.(interface{ Flush() error }); ok {
-			_ = f.Flush()
-		}
-	}()
+	e.maskStreams()
+	// The streams hold back a line not ended yet; write it out last.
+	defer e.flushStreams()
 	args, err := e.startActions(args, newRoot)
 	if err == nil {
 		cmd := newRoot(e)

@@ -391,3 +391,36 @@ func TestForge(t *testing.T) {
 		t.Errorf("gitea (-want +got):\n%s", d)
 	}
 }
+
+// TestWithMask: a runtime made WithMask masks every text it writes (the
+// outputs, the summary, annotations with their properties, group titles)
+// but the values it registers as masks, which the runner must read as
+// they are.
+func TestWithMask(t *testing.T) {
+	rn := newRunner(t, false)
+	var cmds bytes.Buffer
+	mask := func(s string) string { return strings.ReplaceAll(s, "s3cret-value", "***") }
+	r := New(rn.getenv, &cmds, WithMask(mask))
+	for _, err := range []error{
+		r.SetOutput("report", "a s3cret-value in an output"),
+		r.AddSummary("a s3cret-value in the summary"),
+		r.Error("error s3cret-value", Annotation{Title: "title s3cret-value", File: "dir/s3cret-value.yaml"}),
+		r.Warning("warning s3cret-value", Annotation{Title: "t"}),
+		r.Group("group s3cret-value"),
+		r.Mask("s3cret-value"),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := cmp.Diff(map[string]string{"report": "a *** in an output"}, actionstest.Outputs(t, rn.output)); d != "" {
+		t.Errorf("outputs (-want +got):\n%s", d)
+	}
+	if b, _ := os.ReadFile(rn.summary); string(b) != "a *** in the summary\n" {
+		t.Errorf("summary %q", b)
+	}
+	want := "::error file=dir/***.yaml,title=title ***::error ***\n::warning title=t::warning ***\n::group::group ***\n::add-mask::s3cret-value\n"
+	if got := cmds.String(); got != want {
+		t.Errorf("commands:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -72,7 +72,7 @@ func (r *Runtime) Mask(values ...string) error {
 
 // Group starts a collapsed section of the log, up to EndGroup.
 func (r *Runtime) Group(title string) error {
-	return r.issue(&githubactions.Command{Name: "group", Message: title})
+	return r.issue(&githubactions.Command{Name: "group", Message: r.redact(title)})
 }
 
 // EndGroup ends the section Group started.
@@ -88,13 +88,13 @@ type Annotation struct {
 	Line  int    // 0: the whole file
 }
 
-func (a Annotation) properties() githubactions.CommandProperties {
+func (a Annotation) properties(redact func(string) string) githubactions.CommandProperties {
 	p := githubactions.CommandProperties{}
 	if a.Title != "" {
-		p["title"] = a.Title
+		p["title"] = redact(a.Title)
 	}
 	if a.File != "" {
-		p["file"] = a.File
+		p["file"] = redact(a.File)
 		if a.Line > 0 {
 			p["line"] = strconv.Itoa(a.Line)
 		}
@@ -104,12 +104,12 @@ func (a Annotation) properties() githubactions.CommandProperties {
 
 // Error writes an error annotation (::error file=...,line=...::message).
 func (r *Runtime) Error(msg string, a Annotation) error {
-	return r.issue(&githubactions.Command{Name: "error", Message: msg, Properties: a.properties()})
+	return r.issue(&githubactions.Command{Name: "error", Message: r.redact(msg), Properties: a.properties(r.redact)})
 }
 
 // Warning writes a warning annotation.
 func (r *Runtime) Warning(msg string, a Annotation) error {
-	return r.issue(&githubactions.Command{Name: "warning", Message: msg, Properties: a.properties()})
+	return r.issue(&githubactions.Command{Name: "warning", Message: r.redact(msg), Properties: a.properties(r.redact)})
 }
 
 // The runner reads workflow commands on both of a step's streams: a line

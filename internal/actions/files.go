@@ -21,6 +21,7 @@ func (r *Runtime) SetOutput(name, value string) error {
 	if name == "" || strings.ContainsAny(name, "\r\n=") || strings.Contains(name, "<<") {
 		return fmt.Errorf("step output name %q: want a plain name", name)
 	}
+	value = r.redact(value)
 	delim, err := delimiter(value)
 	if err != nil {
 		return err
@@ -31,6 +32,7 @@ func (r *Runtime) SetOutput(name, value string) error {
 // AddSummary appends markdown to the step summary (GITHUB_STEP_SUMMARY). What
 // would take this process's share past MaxSummary is cut, with a note.
 func (r *Runtime) AddSummary(markdown string) error {
+	markdown = r.redact(markdown)
 	if !strings.HasSuffix(markdown, "\n") {
 		markdown += "\n"
 	}

@@ -36,14 +36,32 @@ type Runtime struct {
 	// midLine is whether the last byte written to out did not end a line:
 	// a command written then must start a line of its own first.
 	midLine bool
+
+	// redact masks the text of what the runtime writes (see WithMask).
+	redact func(string) string
+}
+
+// Option configures a Runtime.
+type Option func(*Runtime)
+
+// WithMask has the runtime pass every text it writes through mask first:
+// step outputs, the step summary, annotations and group titles (not the
+// values it registers with Mask, which the runner must see as they are).
+// A caller that must not show secrets sets it once, and every write is
+// masked.
+func WithMask(mask func(string) string) Option {
+	return func(r *Runtime) { r.redact = mask }
 }
 
 // New returns the runtime of a step whose environment getenv reads and
 // whose standard output is commands.
-func New(getenv func(string) string, commands io.Writer) *Runtime {
-	r := &Runtime{out: commands, masked: map[string]struct{}{}}
+func New(getenv func(string) string, commands io.Writer, opts ...Option) *Runtime {
+	r := &Runtime{out: commands, masked: map[string]struct{}{}, redact: func(s string) string { return s }}
 	r.getenv = func(k string) string { return lookup(getenv, k) }
 	r.gha = githubactions.New(githubactions.WithGetenv(r.getenv), githubactions.WithWriter(commands))
+	for _, o := range opts {
+		o(r)
+	}
 	return r
 }
 

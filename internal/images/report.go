@@ -92,6 +92,29 @@ func CredentialsFromEnv(getenv func(string) string, ps []*Policy) (Credentials, 
 	return c, secrets, nil
 }
 
+// DockerConfigSecrets returns the secrets of the Docker config.json in
+// $DOCKER_CONFIG (else ~/.docker), for the caller to mask: each entry's
+// password, auth (base64 of user:password), identity and registry token.
+func DockerConfigSecrets(getenv func(string) string) ([]string, error) {
+	data, err := readDockerConfig(getenv)
+	if err != nil {
+		return nil, err
+	}
+	auths, err := parseDockerConfig(data)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, a := range auths {
+		for _, v := range []string{a.Password, a.Auth, a.IdentityToken, a.RegistryToken} {
+			if v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	return out, nil
+}
+
 // readDockerConfig reads config.json in $DOCKER_CONFIG, else in
 // ~/.docker; nil when there is none.
 func readDockerConfig(getenv func(string) string) ([]byte, error) {

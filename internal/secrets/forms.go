@@ -43,14 +43,15 @@ func patterns(values []string) []string {
 // kustomize: the dotenv store writes a line break in a value as the two
 // characters \n, which kustomize keeps; a value from a Secret's data is
 // base64, and its decoded text (when it is text) is a secret as well.
+// Of a URL, its secret parts are secrets too (URLParts).
 func variants(v string) []string {
-	out := []string{v}
+	out := append([]string{v}, URLParts(v)...)
 	if strings.Contains(v, "\n") {
 		out = append(out, strings.ReplaceAll(v, "\n", `\n`))
 	}
 	if len(v) >= 4 {
 		if b, err := base64.StdEncoding.Strict().DecodeString(v); err == nil && len(b) >= minMaskLen && isText(b) {
-			out = append(out, string(b))
+			out = append(append(out, string(b)), URLParts(string(b))...)
 		}
 	}
 	return out

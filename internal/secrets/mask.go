@@ -28,6 +28,11 @@ const hidden = "***"
 // second line: it finds each value as it is, and as the encoders ferry
 // and its libraries use write it (see forms).
 //
+// A value that is a URL with a host (a webhook's address) is masked with
+// its secret parts, its path, query and userinfo and the segments that
+// read as credentials (see URLParts): a server that refuses a request
+// echoes them without the rest.
+//
 // Values are masked line by line, and a line (or value) shorter than
 // three characters, spaces left out, is not masked. A value cut apart
 // before it reaches ferry (kustomize replacements copying part of one)
@@ -70,19 +75,23 @@ func (m *Masker) Add(values ...string) {
 	m.given.mu.Lock()
 	defer m.given.mu.Unlock()
 	for _, v := range values {
-		if v != "" {
-			m.given.values[v] = struct{}{}
+		if v == "" {
+			continue
 		}
+		m.given.values[v] = struct{}{}
 	}
 }
 
-// Values returns every value the masker hides, longest first.
+// Values returns every value the masker hides, and the secret parts of
+// those that are URLs (see URLParts).
 func (m *Masker) Values() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []string
 	for _, d := range m.from {
-		out = append(out, d.Values()...)
+		for _, v := range d.Values() {
+			out = append(append(out, v), URLParts(v)...)
+		}
 	}
 	return out
 }

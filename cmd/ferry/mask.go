@@ -1,0 +1,124 @@
+package main
+
+import (
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ferry-ci/ferry/internal/actions"
+	"github.com/ferry-ci/ferry/internal/images"
+)
+
+// ownSecretVars are the variables whose values ferry hides whenever they
+// are set: the forge tokens it may use (the token input among them) and
+// the runner's own tokens, which nothing ferry writes ever needs.
+var ownSecretVars = []string{
+	actions.InputVar(actions.InputToken), "FERRY_TOKEN", "GITHUB_TOKEN", "GITEA_TOKEN",
+	"ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+}
+
+// hide has every writer ferry hands a command mask values from now on
+// (both maskers: see env), and registers them with the runner.
+func (e *env) hide(values ...string) {
+	e.masker.Add(values...)
+	e.credentials.Add(values...)
+	if e.gha != nil {
+		_ = e.gha.Mask(values...) // best effort: the maskers keep them out of what ferry writes
+	}
+}
+
+// learnSecrets hides ferry's own secrets before anything is written:
+// the tokens of ownSecretVars, the age identities of SOPS_AGE_KEY, every
+// FERRY_SECRET_* value but usernames, every FERRY_REGISTRY_*_PASSWORD,
+// and the passwords and tokens of the Docker config.json. A value that is
+// a URL (a webhook's address) is hidden with its path, query and userinfo
+// (secrets.URLParts). Secrets found later are hidden where they are
+// read: an age key file (decryptor), a kubeconfig (clusterFlags), the
+// values of a Provider's Secret (notify), a chart source's password.
+func (e *env) learnSecrets() {
+	var values []string
+	for _, k := range ownSecretVars {
+		values = append(values, e.getenv(k))
+	}
+	values = append(values, ageKeyLines(e.getenv("SOPS_AGE_KEY"))...)
+	if e.environ != nil {
+		for _, kv := range e.environ() {
+			if k, _, _ := strings.Cut(kv, "="); isSecretVar(k) {
+				values = append(values, e.getenv(k))
+			}
+		}
+	}
+	if s, err := images.DockerConfigSecrets(e.getenv); err == nil {
+		values = append(values, s...) // a config that does not parse fails where it is used
+	}
+	e.hide(values...)
+}
+
+// isSecretVar reports whether the variable k holds a secret by its name:
+// every FERRY_SECRET_<NAME>_<KEY> but the usernames, and every registry
+// password. A username is no secret, and usually the name of an account
+// or organisation that image and chart references show: masking it would
+// blank those out.
+func isSecretVar(k string) bool {
+	switch {
+	case strings.HasPrefix(k, "FERRY_SECRET_"):
+		return !strings.HasSuffix(k, "_USERNAME")
+	case strings.HasPrefix(k, "FERRY_REGISTRY_"):
+		return strings.HasSuffix(k, "_PASSWORD")
+	}
+	return false
+}
+
+// ageKeyLines are the lines of age identities text worth hiding: all but
+// blank lines and comments (the key file's "# public key: age1..." is
+// public).
+func ageKeyLines(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// hideKubeconfig hides the tokens, keys and passwords of kubeconfig
+// content, or of the file at path when data is nil (a file that cannot
+// be read fails where the client reads it).
+func (e *env) hideKubeconfig(data []byte, path string) {
+	if data == nil && path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return
+		}
+		data = b
+	}
+	if len(data) > 0 {
+		e.hide(actions.KubeconfigSecrets(string(data))...)
+	}
+}
+
+// maskStreams makes stdout and stderr the only streams a command gets,
+// masking every secret hidden so far or later; manifests is stdout
+// masking ferry's own credentials only.
+func (e *env) maskStreams() {
+	e.manifests = e.credentials.Writer(e.stdout)
+	e.stdout = e.masker.Writer(e.stdout)
+	e.stderr = e.masker.Writer(e.stderr)
+}
+
+// flushStreams writes out what the streams hold back: the end of a line
+// not ended yet.
+func (e *env) flushStreams() {
+	for _, w := range []io.Writer{e.manifests, e.stdout, e.stderr} {
+		if f, ok := w.(interface{ Flush() error }); ok {
+			_ = f.Flush()
+		}
+	}
+}
+
+// maskedRuntime is an Actions runtime whose writes are masked, for
+// writing a step summary outside a step.
+func (e *env) maskedRuntime() *actions.Runtime {
+	return actions.New(e.getenv, io.Discard, actions.WithMask(e.masker.Mask))
+}
