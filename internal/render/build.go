@@ -58,6 +58,14 @@ type Options struct {
 	// InsecureHosts are chart repository and registry hosts reached over
 	// plain HTTP, named on purpose. Read by config.
 	InsecureHosts []string
+	// WithholdCredentials, when set, is asked before a chart source's
+	// credentials are looked up, with the source object's kind
+	// (HelmRepository, OCIRepository), namespace, name and spec.url as
+	// the render has them: a reason ("its URL is not the base
+	// revision's") withholds them, and the source is fetched without
+	// any (a refusal then gives the reason); "" lets them through. Nil
+	// lets every source have its credentials. Read by config.
+	WithholdCredentials func(kind, namespace, name, url string) string
 }
 
 // Lookup finds a ConfigMap or Secret that the repository renders, for
