@@ -59,10 +59,12 @@ type hostileCase struct {
 	forbid []string
 }
 
-// hostileRun is the folder layout of one case.
+// hostileRun is the folder layout of one case, and the variables its
+// setup adds to ferry's environment (the address of a server it started).
 type hostileRun struct {
 	dir, repo, out, tmp, home, bin string
 	key                            secretstest.Key
+	env                            map[string]string
 }
 
 var (
@@ -219,7 +221,7 @@ func TestHostileInputs(t *testing.T) {
 	for _, hc := range cases {
 		perClass[hc.class]++
 	}
-	for _, class := range []string{"remote", "mask", "output", "exhaust", "sops", "commands", "ferry.yaml", "earlier", "cli"} {
+	for _, class := range []string{"remote", "mask", "output", "exhaust", "sops", "commands", "ferry.yaml", "earlier", "cli", "creds"} {
 		if perClass[class] < 2 {
 			t.Errorf("class %s has %d cases, want more than one", class, perClass[class])
 		}
@@ -251,6 +253,9 @@ func TestHostileInputs(t *testing.T) {
 			for k, v := range hc.env {
 				v = strings.ReplaceAll(strings.ReplaceAll(v, "{{CASE}}", c.dir), "{{REPO}}", c.repo)
 				env = append(env, k+"="+strings.ReplaceAll(v, "{{OTHERKEY}}", secretstest.NewKey(t).Identity))
+			}
+			for k, v := range c.env {
+				env = append(env, k+"="+v)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
