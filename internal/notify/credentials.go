@@ -25,10 +25,10 @@ var (
 // SecretEnvPrefix is the prefix of the variables that stand in for the
 // Secret name when the renders do not hold it: FERRY_SECRET_<NAME>_, the
 // name spelled as for registry credentials (images.SecretEnv: hook-url is
-// HOOK__URL).
-func SecretEnvPrefix(name string) string {
-	p, _ := images.SecretEnv(name)
-	return p + "_"
+// HOOK__URL); false for a name no variable can stand for.
+func SecretEnvPrefix(name string) (string, bool) {
+	p, ok := images.SecretEnv(name)
+	return p + "_", ok
 }
 
 // credentials is what a provider sends with: its address and secrets,
@@ -54,8 +54,12 @@ func lookupSecret(opts *Options, namespace, name string, keys []string) (map[str
 		data = secretFromEnv(opts, name, keys)
 	}
 	if len(data) == 0 {
+		prefix, ok := SecretEnvPrefix(name)
+		if !ok {
+			return nil, fmt.Errorf("Secret/%s/%s is not in the renders, and no variable can stand for a Secret of that name", namespace, name)
+		}
 		return nil, fmt.Errorf("Secret/%s/%s is neither in the renders nor given as %s<KEY> variables (keys %s)",
-			namespace, name, SecretEnvPrefix(name), strings.Join(keys, ", "))
+			namespace, name, prefix, strings.Join(keys, ", "))
 	}
 	return data, nil
 }
@@ -87,11 +91,12 @@ func secretFromEnv(opts *Options, name string, keys []string) map[string]string 
 	if len(data) == 0 {
 		return data
 	}
+	prefix, _ := SecretEnvPrefix(name) // the name has a spelling: its former one differs
 	if clashing != "" {
-		opts.warn(fmt.Sprintf("%s_* is not read for Secret %s: that former spelling also stands for Secret %s; name the variables %s<KEY>", former, name, clashing, SecretEnvPrefix(name)))
+		opts.warn(fmt.Sprintf("%s_* is not read for Secret %s: that former spelling also stands for Secret %s; name the variables %s<KEY>", former, name, clashing, prefix))
 		return map[string]string{}
 	}
-	opts.warn(fmt.Sprintf("%s_<KEY> are the former spelling for Secret %s, read while no other Secret spells the same way; rename them %s<KEY>", former, name, SecretEnvPrefix(name)))
+	opts.warn(fmt.Sprintf("%s_<KEY> are the former spelling for Secret %s, read while no other Secret spells the same way; rename them %s<KEY>", former, name, prefix))
 	return data
 }
 
