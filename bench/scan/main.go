@@ -187,7 +187,7 @@ func holdUp(reg *registrytest.Registry, work, ferry string) error {
 	if err := writeRepo(repo, reg.Host); err != nil {
 		return err
 	}
-	env := images.RegistryEnv(reg.Host)
+	env, _ := images.RegistryEnv(reg.Host)
 	fmt.Printf("holding; run:\n  %s_USERNAME=%s %s_PASSWORD=%s %s bump --dry-run --repo %s\n", env, reg.Username, env, reg.Password, ferry, repo)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -214,10 +214,11 @@ func measure(title string, reg *registrytest.Registry, work string, rounds int, 
 	if out, err := login.CombinedOutput(); err != nil {
 		return fmt.Errorf("crane auth login: %v: %s", err, out)
 	}
+	env, _ := images.RegistryEnv(reg.Host) // 127.0.0.1:PORT has a spelling
 	ferryEnv := append(os.Environ(),
 		"DOCKER_CONFIG="+filepath.Join(dir, "no-docker-config"),
-		images.RegistryEnv(reg.Host)+"_USERNAME="+reg.Username,
-		images.RegistryEnv(reg.Host)+"_PASSWORD="+reg.Password)
+		env+"_USERNAME="+reg.Username,
+		env+"_PASSWORD="+reg.Password)
 
 	runFerry := func() (time.Duration, int64, error) {
 		cmd := exec.Command(ferry, "bump", "--dry-run", "--repo", repo)

@@ -85,6 +85,9 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 		for _, n := range scan.Notes {
 			fmt.Fprintln(e.stderr, "ferry: "+n)
 		}
+		for _, w := range scan.Warnings {
+			fmt.Fprintln(e.stderr, "ferry: warning: "+w)
+		}
 	}
 	if err != nil || scan.Result == nil {
 		return err

@@ -43,7 +43,7 @@ func startBumpRegistry(t *testing.T) *bumpRegistry {
 // env is what a CI job sets: the registry's credentials per host, and the
 // app ImageRepository's secretRef.
 func (r *bumpRegistry) env() map[string]string {
-	host := images.RegistryEnv(r.Host)
+	host, _ := images.RegistryEnv(r.Host) // 127.0.0.1:PORT has a spelling
 	return map[string]string{
 		host + "_USERNAME":              r.Username,
 		host + "_PASSWORD":              r.Password,

@@ -47,6 +47,10 @@ type env struct {
 	ev        *actions.Event
 	evErr     error
 	eventRead bool
+	// creds are the chart sources' credentials from the environment,
+	// one for every repository a run loads; their warnings are printed
+	// at the end of the run (runWith).
+	creds *images.EnvCredentials
 }
 
 func newEnv() *env {
@@ -95,7 +99,7 @@ func (e *env) renderOptions(r repoFlags, noDecrypt bool) (render.Options, error)
 		HelmSources:      helm.NewSources(helm.SourcesOptions{CacheDir: r.chartCacheDir(e.getenv)}),
 		HelmLoaded:       helm.NewLoadedCharts(),
 		InsecureHosts:    r.insecure,
-		ChartCredentials: images.NewEnvCredentials(e.secretEnv),
+		ChartCredentials: e.chartCredentials(),
 		Workspace:        r.workspaceDir(e.getenv),
 	}
 	if !opts.NoDecrypt {
@@ -106,6 +110,15 @@ func (e *env) renderOptions(r repoFlags, noDecrypt bool) (render.Options, error)
 		opts.Decryptor = d
 	}
 	return opts, nil
+}
+
+// chartCredentials are the run's credentials of chart sources from the
+// environment, made once.
+func (e *env) chartCredentials() *images.EnvCredentials {
+	if e.creds == nil {
+		e.creds = images.NewEnvCredentials(e.secretEnv)
+	}
+	return e.creds
 }
 
 // secretEnv is getenv for variables that may hold credentials: what

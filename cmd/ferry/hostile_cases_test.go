@@ -306,6 +306,7 @@ func hostileCases() []hostileCase {
 	}
 	cases = append(cases, hostileReachCases()...)
 	cases = append(cases, hostileMaskCases()...)
+	cases = append(cases, hostileCredsCases()...)
 	return cases
 }
 

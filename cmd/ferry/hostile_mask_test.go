@@ -47,8 +47,12 @@ func hostileMaskCases() []hostileCase {
 			}),
 		chartCase("own secret: FERRY_REGISTRY password echoed in a chart repository's status line", false,
 			func(t *testing.T, c *hostileRun, env map[string]string, host string) {
-				env[images.RegistryEnv(host)+"_USERNAME"] = "ci-bot"
-				env[images.RegistryEnv(host)+"_PASSWORD"] = "pw-" + canaryWord
+				name, ok := images.RegistryEnv(host)
+				if !ok {
+					t.Fatalf("no variable stands for %s", host)
+				}
+				env[name+"_USERNAME"] = "ci-bot"
+				env[name+"_PASSWORD"] = "pw-" + canaryWord
 			}),
 		chartCase("own secret: Docker config password echoed in a chart repository's status line", false,
 			func(t *testing.T, c *hostileRun, env map[string]string, host string) {

@@ -67,12 +67,14 @@ type hostileCase struct {
 	forbid []string
 }
 
-// hostileRun is the folder layout of one case: the repo is
-// CASE/ws/repo, so the workspace (the repository's parent) is CASE/ws and
-// CASE/outside.txt, a canary, lies outside it.
+// hostileRun is the folder layout of one case, and the variables its
+// setup adds to ferry's environment (the address of a server it
+// started): the repo is CASE/ws/repo, so the workspace (the repository's
+// parent) is CASE/ws and CASE/outside.txt, a canary, lies outside it.
 type hostileRun struct {
 	dir, ws, repo, out, tmp, home, bin string
 	key                                secretstest.Key
+	env                                map[string]string
 }
 
 // outsideCanary is the content of a file outside the workspace, and
@@ -260,7 +262,7 @@ func TestHostileInputs(t *testing.T) {
 	for _, hc := range cases {
 		perClass[hc.class]++
 	}
-	for _, class := range []string{"remote", "mask", "output", "exhaust", "sops", "commands", "ferry.yaml", "earlier", "cli", "reads", "egress", "notify"} {
+	for _, class := range []string{"remote", "mask", "output", "exhaust", "sops", "commands", "ferry.yaml", "earlier", "cli", "reads", "egress", "notify", "creds"} {
 		if perClass[class] < 2 {
 			t.Errorf("class %s has %d cases, want more than one", class, perClass[class])
 		}
@@ -303,6 +305,9 @@ func TestHostileInputs(t *testing.T) {
 			for k, v := range hc.env {
 				v = strings.ReplaceAll(strings.ReplaceAll(v, "{{CASE}}", c.dir), "{{REPO}}", c.repo)
 				env = append(env, k+"="+strings.ReplaceAll(v, "{{OTHERKEY}}", secretstest.NewKey(t).Identity))
+			}
+			for k, v := range c.env {
+				env = append(env, k+"="+v)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

@@ -114,6 +114,10 @@ spec:
 		t.Run(format, func(t *testing.T) {
 			dir := t.TempDir()
 			summary, output, report := filepath.Join(dir, "summary"), filepath.Join(dir, "output"), filepath.Join(dir, "report.md")
+			regEnv, ok := images.RegistryEnv(host)
+			if !ok {
+				t.Fatalf("no variable stands for %s", host)
+			}
 			vars := map[string]string{
 				"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_REPOSITORY": "acme/gitops",
 				"GITHUB_EVENT_PATH":   pullRequestEvent(t, "github-pull_request.json", n, base, head),
@@ -121,12 +125,12 @@ spec:
 				"GITHUB_API_URL":      gh.URL,
 				"INPUT_TOKEN":         token,
 				"GITHUB_STEP_SUMMARY": summary, "GITHUB_OUTPUT": output,
-				"FERRY_SECRET_HOOK_ADDRESS":                hookAddr,
-				"FERRY_SECRET_HOOK_HEADERS":                "X-Api-Key: " + apiKey,
-				"FERRY_SECRET_GH_TOKEN":                    token,
-				images.RegistryEnv(host) + "_USERNAME":     regUser,
-				images.RegistryEnv(host) + "_PASSWORD":     regPassword,
-				images.RegistryEnv(host) + "_UNUSED_TOKEN": "not a secret by its name",
+				"FERRY_SECRET_HOOK_ADDRESS": hookAddr,
+				"FERRY_SECRET_HOOK_HEADERS": "X-Api-Key: " + apiKey,
+				"FERRY_SECRET_GH_TOKEN":     token,
+				regEnv + "_USERNAME":        regUser,
+				regEnv + "_PASSWORD":        regPassword,
+				regEnv + "_UNUSED_TOKEN":    "not a secret by its name",
 			}
 			res := ferry(t, vars, "diff", "--repo", r.Dir, "--comment", "--notify", "--format", format, "--report-file", report)
 			if res.code != exitError {

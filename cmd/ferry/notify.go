@@ -92,7 +92,14 @@ func (e *env) notify(ctx context.Context, n notifyFlags, repo *config.Repo, even
 		if n.dryRun {
 			opts.DryRun = &dry
 		}
+		warned := map[string]bool{}
 		for _, d := range notify.Send(ctx, cfg, evs, opts) {
+			for _, w := range d.Warnings {
+				if !warned[w] {
+					warned[w] = true
+					fmt.Fprintln(e.stderr, "ferry: warning: "+e.masker.Mask(w))
+				}
+			}
 			if d.Err != nil {
 				if d.Event != nil {
 					res.failed[notifyKey(cluster, d.Event.InvolvedObject)] = true

@@ -97,7 +97,7 @@ func summarize(evs []notify.Event) []string {
 // bad), each a ConfigMap in ns, and two generic Providers: "all", whose
 // address is in a SOPS-encrypted Secret of target ok, gets every event
 // of an Alert with eventSeverity info; "errors", whose address comes
-// from FERRY_SECRET_HOOK_ERR_ADDRESS, those of an Alert with
+// from FERRY_SECRET_HOOK__ERR_ADDRESS, those of an Alert with
 // eventSeverity error.
 func notifyRepo(t *testing.T, ns, allURL string) (*testRepo, map[string]string) {
 	r := newTestRepo(t)
@@ -150,7 +150,7 @@ func TestApplyNotifications(t *testing.T) {
 	secretPath := "/all/s3cr3t-hook-token"
 	ns := cp.Namespace(t)
 	r, vars := notifyRepo(t, ns, hooks.URL+secretPath)
-	vars["FERRY_SECRET_HOOK_ERR_ADDRESS"] = hooks.URL + "/errors/an0ther-s3cr3t"
+	vars["FERRY_SECRET_HOOK__ERR_ADDRESS"] = hooks.URL + "/errors/an0ther-s3cr3t"
 	args := []string{"apply", "--repo", r.dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", ns, "--revision", notifyRevision, "--lock-timeout", "1s"}
 	var outputs []string
 
@@ -272,7 +272,7 @@ func TestApplyNotificationFailuresAreWarnings(t *testing.T) {
 	for _, want := range []string{
 		"ferry: warning: notification Alert/" + ns + "/errors -> Provider/" + ns + "/errors: ",
 		"Secret/" + ns + "/hook-err",
-		"FERRY_SECRET_HOOK_ERR_",
+		"FERRY_SECRET_HOOK__ERR_",
 		"ferry: warning: notification Alert/" + ns + "/all -> Provider/" + ns + "/all: ",
 	} {
 		if !strings.Contains(res.stderr, want) {
@@ -398,7 +398,7 @@ notifications:
 	r.AddRemote(t, "gitea", g.CloneURL(bot, name))
 	r.PushHead(t, "gitea", "main", gittest.Auth{User: giteatest.AdminUser, Password: g.AdminToken})
 
-	vars := map[string]string{"TEST_KUBECONFIG": string(cp.Require(t).Kubeconfig()), "FERRY_SECRET_GITEA_TOKEN_TOKEN": token}
+	vars := map[string]string{"TEST_KUBECONFIG": string(cp.Require(t).Kubeconfig()), "FERRY_SECRET_GITEA__TOKEN_TOKEN": token}
 	holdLease(t, ns, "bad")
 	args := []string{"apply", "--repo", dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", ns, "--lock-timeout", "1s", "--revision", sha}
 	if res := ferry(t, vars, args...); res.code != exitError || strings.Contains(res.stderr, "warning: notification") || strings.Contains(res.stderr+res.stdout, token) {
@@ -508,7 +508,7 @@ notifications:
 	}
 	sha := r.Commit(t, "fleet")
 
-	vars := map[string]string{"TEST_KUBECONFIG": string(cp.Require(t).Kubeconfig()), "FERRY_SECRET_GITHUB_TOKEN_TOKEN": token}
+	vars := map[string]string{"TEST_KUBECONFIG": string(cp.Require(t).Kubeconfig()), "FERRY_SECRET_GITHUB__TOKEN_TOKEN": token}
 	holdLease(t, ns, "bad")
 	args := []string{"apply", "--repo", dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", ns, "--lock-timeout", "1s", "--revision", sha}
 	if res := ferry(t, vars, args...); res.code != exitError || strings.Contains(res.stderr, "warning: notification") || strings.Contains(res.stderr+res.stdout, token) {
@@ -570,7 +570,7 @@ notifications:
 	r.AddRemote(t, "gitea", g.CloneURL(bot, name))
 	r.PushHead(t, "gitea", "main", gittest.Auth{User: giteatest.AdminUser, Password: g.AdminToken})
 
-	vars := map[string]string{"FERRY_SECRET_GITEA_TOKEN_TOKEN": token}
+	vars := map[string]string{"FERRY_SECRET_GITEA__TOKEN_TOKEN": token}
 	args := []string{"diff", "--repo", dir, "--base", base, "--head", head}
 	list := func() []string {
 		statuses, _, err := g.Client(t, token).ListStatuses(bot, name, head, gitea.ListStatusesOption{})

@@ -51,6 +51,13 @@ func runWith(ctx context.Context, args []string, e *env, newRoot func(*env) *cob
 		cmd.SetErr(e.stderr)
 		err = cmd.ExecuteContext(ctx)
 	}
+	if e.creds != nil {
+		// Variables of the former spelling read (or left unread): said
+		// once, whatever the run's outcome.
+		for _, w := range e.creds.Warnings() {
+			fmt.Fprintln(e.stderr, "ferry: warning: "+e.masker.Mask(w))
+		}
+	}
 	var ec *exitCodeError
 	if e.actionErr != nil && (err == nil || errors.As(err, &ec)) {
 		err = e.actionErr

@@ -45,6 +45,9 @@ type Scan struct {
 	Notes []string
 	// Passwords are the registry passwords read, to mask in logs.
 	Passwords []string
+	// Warnings are about credential variables of the former spelling
+	// (images.EnvRead), to tell the user.
+	Warnings []string
 }
 
 // Run finds the policies and markers of the repository, checks every
@@ -74,9 +77,11 @@ func Run(ctx context.Context, o Options) (*Scan, error) {
 		return s, err
 	}
 	opts := o.Scan
-	if opts.Credentials, s.Passwords, err = images.CredentialsFromEnv(o.Getenv, scan); err != nil {
+	env, err := images.CredentialsFromEnv(o.Getenv, scan, images.PolicyNames(policies))
+	if err != nil {
 		return nil, err
 	}
+	opts.Credentials, s.Passwords, s.Warnings = env.Credentials, env.Passwords, env.Warnings
 	s.Result, err = images.Scan(ctx, scan, opts)
 	return s, err
 }

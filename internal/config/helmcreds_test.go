@@ -40,7 +40,7 @@ func TestHelmSourceCredentialsFromEnvironment(t *testing.T) {
 	reg := registrytest.Start(t)
 	archive, _ := helmtest.Package(t, testtree.New(t, helmtest.WebChart("")), "1.0.0")
 	helmtest.Push(t, reg.Host, "charts", archive, reg.Username, reg.Password)
-	hostVar := images.RegistryEnv(reg.Host)
+	hostVar, _ := images.RegistryEnv(reg.Host)
 
 	for _, tc := range []struct {
 		name    string

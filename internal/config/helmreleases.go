@@ -22,6 +22,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/manifest"
+	"github.com/ferry-ci/ferry/internal/origin"
 	"github.com/ferry-ci/ferry/internal/render"
 )
 
@@ -324,13 +325,9 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 			if repo == nil {
 				return helm.ChartSource{}, "", fmt.Errorf("chart %s: source %s is not in the renders of its cluster", c.Chart, id)
 			}
-			src, err := r.remoteSource(ctx, t, res, repo, id)
+			src, err := r.remoteSource(ctx, t, res, repo, id, sourceKind(repo))
 			if err != nil {
 				return helm.ChartSource{}, "", fmt.Errorf("chart %s: %w", c.Chart, err)
-			}
-			src.Kind = helm.HTTPRepository
-			if typ, _, _ := unstructured.NestedString(repo.Object, "spec", "type"); typ == "oci" {
-				src.Kind = helm.OCIRepository
 			}
 			src.Chart, src.Version = c.Chart, c.Version
 			return src, "", nil
@@ -354,11 +351,10 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 	if repo == nil {
 		return helm.ChartSource{}, "", fmt.Errorf("spec.chartRef %s is not in the renders of its cluster", id)
 	}
-	src, err := r.remoteSource(ctx, t, res, repo, id)
+	src, err := r.remoteSource(ctx, t, res, repo, id, helm.OCIRepository)
 	if err != nil {
 		return helm.ChartSource{}, "", fmt.Errorf("spec.chartRef: %w", err)
 	}
-	src.Kind = helm.OCIRepository
 	want, _, _ := unstructured.NestedStringMap(repo.Object, "spec", "ref")
 	// OCIRepository's precedence: digest, then semver, then tag ("latest"
 	// when none is given).
@@ -376,13 +372,14 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 }
 
 // remoteSource is what a HelmRepository or OCIRepository object gives
-// every chart it serves: its URL, whether plain HTTP is allowed (its
-// spec.insecure, or a host named in render.Options.InsecureHosts) and its
-// credentials (sourceCredentials). In a proposed revision, a source the
-// trusted one lacks is not fetched (a skippedRelease saying how to allow
-// it) and one it changed gets no credentials: see allowFetch.
-func (r *Repo) remoteSource(ctx context.Context, t *Target, res *render.Result, source *unstructured.Unstructured, id string) (helm.ChartSource, error) {
-	src := helm.ChartSource{}
+// every chart it serves (as a source of kind): its URL, whether plain
+// HTTP is allowed (its spec.insecure, or a host named in
+// render.Options.InsecureHosts) and its credentials (sourceCredentials).
+// In a proposed revision, a source the trusted one lacks is not fetched
+// (a skippedRelease saying how to allow it) and one it changed gets no
+// credentials: see allowFetch.
+func (r *Repo) remoteSource(ctx context.Context, t *Target, res *render.Result, source *unstructured.Unstructured, id string, kind helm.SourceKind) (helm.ChartSource, error) {
+	src := helm.ChartSource{Kind: kind}
 	src.URL, _, _ = unstructured.NestedString(source.Object, "spec", "url")
 	if src.URL == "" {
 		return src, fmt.Errorf("source %s has no spec.url", id)
@@ -398,10 +395,21 @@ func (r *Repo) remoteSource(ctx context.Context, t *Target, res *render.Result, 
 	src.Insecure, _, _ = unstructured.NestedBool(source.Object, "spec", "insecure")
 	src.Insecure = src.Insecure || slices.Contains(r.opts.InsecureHosts, u.Host)
 	if !decided.credentials {
-		return src, nil // a source the proposed revision changed gets no credentials
+		// A source the proposed revision changed gets no credentials.
+		src.Withheld = decided.withheld
+		return src, nil
 	}
-	src.Credentials, err = r.sourceCredentials(ctx, t, res, source, id, u.Host)
+	err = r.sourceCredentials(ctx, t, res, source, id, &src)
 	return src, err
+}
+
+// sourceKind is the kind of chart source a HelmRepository (of spec.type
+// default or oci) or OCIRepository object is.
+func sourceKind(source *unstructured.Unstructured) helm.SourceKind {
+	if typ, _, _ := unstructured.NestedString(source.Object, "spec", "type"); source.GetKind() == "HelmRepository" && typ != "oci" {
+		return helm.HTTPRepository
+	}
+	return helm.OCIRepository
 }
 
 // skippedRelease is why a HelmRelease is not rendered: its chart is in a
@@ -450,8 +458,9 @@ func (r *Repo) helmChart(ctx context.Context, t *Target, res *render.Result, ref
 	}, nil
 }
 
-// sourceCredentials are the basic credentials of a chart source at host,
-// the first found of:
+// sourceCredentials sets the basic credentials of src, the chart
+// source the object source (id) stands for, bound to the origin src is
+// reached at (helm.ChartSource.Origin). They are the first found of:
 //   - the Secret its spec.secretRef names, in the source's namespace,
 //     found (decrypted) among the cluster's renders: its username and
 //     password keys;
@@ -460,11 +469,26 @@ func (r *Repo) helmChart(ctx context.Context, t *Target, res *render.Result, ref
 //   - the host's, FERRY_REGISTRY_<HOST>_USERNAME and _PASSWORD, or its
 //     entry in the Docker config.json;
 //
-// as ferry bump finds an ImageRepository's. Nil (anonymous) when the
+// as ferry bump finds an ImageRepository's. None (anonymous) when the
 // source names no secretRef and the host has none; an error when it
-// names one and none is found. Errors name the Secret and the source,
-// never a value.
-func (r *Repo) sourceCredentials(ctx context.Context, t *Target, res *render.Result, source *unstructured.Unstructured, id, host string) (*helm.Credentials, error) {
+// names one and none is found. Errors name the Secret and
+// the source, never a value.
+func (r *Repo) sourceCredentials(ctx context.Context, t *Target, res *render.Result, source *unstructured.Unstructured, id string, src *helm.ChartSource) error {
+	o, err := src.Origin()
+	if err != nil {
+		return fmt.Errorf("source %s: %w", id, err)
+	}
+	creds, err := r.findCredentials(ctx, t, res, source, id, origin.HostKey(o))
+	if creds != nil {
+		creds.Origin = o
+	}
+	src.Credentials = creds
+	return err
+}
+
+// findCredentials looks for the credentials of source (id) at host in
+// the places sourceCredentials lists.
+func (r *Repo) findCredentials(ctx context.Context, t *Target, res *render.Result, source *unstructured.Unstructured, id, host string) (*helm.Credentials, error) {
 	name, _, _ := unstructured.NestedString(source.Object, "spec", "secretRef", "name")
 	secretID := "Secret/" + source.GetNamespace() + "/" + name
 	if name != "" {
@@ -474,12 +498,12 @@ func (r *Repo) sourceCredentials(ctx context.Context, t *Target, res *render.Res
 	}
 	env := r.opts.ChartCredentials
 	if env != nil && name != "" {
-		if b, ok := env.Secret(name); ok {
+		if b, ok := env.Secret(name, func() []string { return r.credentialNames(ctx).Secrets }); ok {
 			return &helm.Credentials{Username: b.Username, Password: b.Password}, nil
 		}
 	}
 	if env != nil {
-		b, ok, err := env.Registry(host)
+		b, ok, err := env.Registry(host, func() []string { return r.credentialNames(ctx).Hosts })
 		if err != nil {
 			return nil, fmt.Errorf("source %s: credentials of %s: %w", id, host, err)
 		}
@@ -488,10 +512,54 @@ func (r *Repo) sourceCredentials(ctx context.Context, t *Target, res *render.Res
 		}
 	}
 	if name != "" {
-		return nil, fmt.Errorf("source %s: its secretRef %s is not in the renders of its cluster, and neither %s_USERNAME nor credentials of %s are in the environment",
-			id, secretID, images.SecretEnv(name), host)
+		hint := "no variable can stand for it"
+		if v, ok := images.SecretEnv(name); ok {
+			hint = "neither " + v + "_USERNAME"
+		}
+		return nil, fmt.Errorf("source %s: its secretRef %s is not in the renders of its cluster, and %s nor credentials of %s are in the environment",
+			id, secretID, hint, host)
 	}
 	return nil, nil
+}
+
+// credentialNames are the hosts and Secret names of every chart source
+// the repository renders (every cluster's root, every target's build):
+// those the former spelling of a credential variable must not also
+// stand for (images.EnvCredentials). Built only when such a variable is
+// about to be read.
+func (r *Repo) credentialNames(ctx context.Context) images.Names {
+	var n images.Names
+	add := func(objs []*unstructured.Unstructured) {
+		for _, o := range fluxSources(objs) {
+			if k := o.GetKind(); k != "HelmRepository" && k != "OCIRepository" {
+				continue
+			}
+			if s, _, _ := unstructured.NestedString(o.Object, "spec", "secretRef", "name"); s != "" {
+				n.Secrets = append(n.Secrets, s)
+			}
+			src := helm.ChartSource{Kind: sourceKind(o)}
+			src.URL, _, _ = unstructured.NestedString(o.Object, "spec", "url")
+			src.Insecure, _, _ = unstructured.NestedBool(o.Object, "spec", "insecure")
+			if u, err := url.Parse(src.URL); err == nil {
+				src.Insecure = src.Insecure || slices.Contains(r.opts.InsecureHosts, u.Host)
+			}
+			if o, err := src.Origin(); err == nil {
+				n.Hosts = append(n.Hosts, origin.HostKey(o))
+			}
+		}
+	}
+	for _, objs := range r.rootObjs {
+		add(objs)
+	}
+	for _, t := range r.Targets {
+		if r.busy[t] {
+			continue
+		}
+		if res, err := r.build(ctx, t); err == nil {
+			add(res.Set.Objects)
+		}
+	}
+	return n
 }
 
 // secretCredentials reads the username and password keys of a Secret

@@ -1,10 +1,12 @@
 package config
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/render"
 )
 
@@ -26,13 +28,17 @@ func TestRemoteSourceInsecure(t *testing.T) {
 		{"oci://ghcr.io/org/charts", true, true},
 		{"https://charts.internal:5000", false, true},
 	} {
+		spec := map[string]any{"url": tc.url, "insecure": tc.insecure}
+		if strings.HasPrefix(tc.url, "oci://") {
+			spec["type"] = "oci"
+		}
 		obj := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "source.toolkit.fluxcd.io/v1",
 			"kind":       "HelmRepository",
 			"metadata":   map[string]any{"name": "charts", "namespace": "flux-system"},
-			"spec":       map[string]any{"url": tc.url, "insecure": tc.insecure},
+			"spec":       spec,
 		}}
-		src, err := r.remoteSource(t.Context(), nil, nil, obj, "HelmRepository/flux-system/charts")
+		src, err := r.remoteSource(t.Context(), nil, nil, obj, "HelmRepository/flux-system/charts", sourceKind(obj))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +47,7 @@ func TestRemoteSourceInsecure(t *testing.T) {
 		}
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"url": "charts.example.com"}}}
-	if _, err := r.remoteSource(t.Context(), nil, nil, obj, "HelmRepository/flux-system/charts"); err == nil {
+	if _, err := r.remoteSource(t.Context(), nil, nil, obj, "HelmRepository/flux-system/charts", helm.HTTPRepository); err == nil {
 		t.Error("a spec.url without a scheme and host was accepted")
 	}
 }

@@ -172,10 +172,11 @@ func under(path, dir string) bool {
 }
 
 // fetchDecision is whether a chart source of a proposed revision may be
-// fetched, and with its credentials.
+// fetched (else reason says why not), and with its credentials (else
+// withheld says why not).
 type fetchDecision struct {
 	fetch, credentials bool
-	reason             string
+	reason, withheld   string
 }
 
 // allowFetch decides, for a proposed revision, whether the chart source
@@ -193,14 +194,16 @@ func (r *Repo) allowFetch(ctx context.Context, t *Target, source *unstructured.U
 	if b := r.trusted.sourceObject(ctx, t.Cluster, source); b != nil {
 		bu, _, _ := unstructured.NestedString(b.Object, "spec", "url")
 		if bu == u {
-			bs, _, _ := unstructured.NestedString(b.Object, "spec", "secretRef", "name")
-			hs, _, _ := unstructured.NestedString(source.Object, "spec", "secretRef", "name")
-			return fetchDecision{fetch: true, credentials: bs == hs}
+			// The same spec (secretRef, insecure, type, provider, ...)
+			// gets the credentials it has at the base; any change of it
+			// is fetched anonymously.
+			same := reflect.DeepEqual(b.Object["spec"], source.Object["spec"])
+			return fetchDecision{fetch: true, credentials: same, withheld: "the pull request changed the spec of " + sourceID(source) + ": its credentials are the base revision's"}
 		}
 	}
 	if pu, err := url.Parse(u); err == nil && pu.Host != "" && r.trusted.File != nil && r.trusted.File.Network != nil &&
 		(slices.Contains(r.trusted.File.Network.AllowHosts, hostPort(pu)) || slices.Contains(r.trusted.File.Network.AllowHosts, pu.Host)) {
-		return fetchDecision{fetch: true}
+		return fetchDecision{fetch: true, withheld: sourceID(source) + " is new in the pull request: it is fetched without credentials (its host is in network.allowHosts)"}
 	}
 	return fetchDecision{reason: fmt.Sprintf("not rendered: new chart source %s (allow it in %s on the base branch: network: {allowHosts: [%s]})", u, FileName, hostPortOf(u))}
 }
@@ -257,4 +260,9 @@ func hostPortOf(raw string) string {
 		return "<host:port>"
 	}
 	return hostPort(u)
+}
+
+// sourceID is Kind/namespace/name of a source object.
+func sourceID(o *unstructured.Unstructured) string {
+	return o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
 }

@@ -19,9 +19,27 @@ const (
 	Folder SourceKind = "folder"
 )
 
-// Credentials authenticate to a chart source.
+// Credentials authenticate to a chart source, and are sent to one
+// origin only.
 type Credentials struct {
+	// Origin is the scheme://host:port (default port written out, as
+	// origin.Of gives it) the credentials are bound to: every request to
+	// it carries them, and no other does (a redirect to another host,
+	// port or scheme; an archive an index lists elsewhere; a blob a
+	// registry sends to a CDN). Credentials without an Origin are sent
+	// nowhere. ChartSource.Origin is the origin a source is reached at.
+	Origin             string
 	Username, Password string
+}
+
+// key tells credentials apart in cache keys: what was fetched with them
+// is not handed to a source without them (or with others). It holds no
+// password.
+func (c *Credentials) key() string {
+	if c == nil {
+		return ""
+	}
+	return c.Origin + " " + c.Username
 }
 
 // ChartSource says where one chart comes from and which version is wanted.
@@ -47,6 +65,10 @@ type ChartSource struct {
 	// (a host named on purpose).
 	Credentials *Credentials
 	Insecure    bool
+	// Withheld, when set, says why the source has no Credentials though
+	// it names some (its URL is not trusted with them); a refusal of
+	// access says so.
+	Withheld string
 }
 
 // Fetched is a resolved, fetched chart: its name and version as the

@@ -19,6 +19,8 @@ import (
 	"github.com/Masterminds/semver/v3"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-ci/ferry/internal/origin"
 )
 
 // The defaults of SourcesOptions.
@@ -301,12 +303,34 @@ func reason(kind error, format string, args ...any) error {
 }
 
 // refused is ErrUnauthorized for host's answer status, saying whether
-// credentials were given (never which).
-func refused(who, host, status string, creds *Credentials) error {
-	if creds == nil {
-		return reason(ErrUnauthorized, "the %s refused access without credentials (%s answered %s); give the source credentials", who, host, status)
+// credentials were sent (never which), or why they were withheld.
+func refused(who, host, status string, sent bool, withheld string) error {
+	switch {
+	case sent:
+		return reason(ErrUnauthorized, "the %s refused the credentials (%s answered %s)", who, host, status)
+	case withheld != "":
+		return reason(ErrUnauthorized, "the %s refused access without credentials (%s answered %s); the source's credentials were withheld: %s", who, host, status, withheld)
 	}
-	return reason(ErrUnauthorized, "the %s refused the credentials (%s answered %s)", who, host, status)
+	return reason(ErrUnauthorized, "the %s refused access without credentials (%s answered %s); give the source credentials", who, host, status)
+}
+
+// Origin is the origin (scheme://host:port) src's repository is reached
+// at, the one its Credentials are to be bound to: an HTTP repository's
+// URL's; for an OCI registry https, or http when it is insecure
+// (src.Insecure, or a loopback or private address, which
+// go-containerregistry reaches over plain HTTP).
+func (src ChartSource) Origin() (string, error) {
+	switch src.Kind {
+	case HTTPRepository:
+		return origin.Parse(src.URL)
+	case OCIRepository:
+		repo, _, err := ociRepository(src)
+		if err != nil {
+			return "", err
+		}
+		return registryOrigin(repo.Registry)
+	}
+	return "", fmt.Errorf("a %s source is not reached over the network", src.Kind)
 }
 
 // redact is u without the credentials it may hold.

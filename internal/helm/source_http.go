@@ -13,6 +13,8 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-ci/ferry/internal/origin"
 )
 
 // maxIndexSize bounds an index.yaml: the largest public ones (every
@@ -56,7 +58,7 @@ func (s *Sources) fetchHTTP(ctx context.Context, src ChartSource) (*Fetched, err
 	if err != nil {
 		return nil, fail(src.Version, err)
 	}
-	idx, err := s.index(ctx, base, src.Credentials)
+	idx, err := s.index(ctx, base, src)
 	if err != nil {
 		return nil, fail(src.Version, err)
 	}
@@ -64,9 +66,9 @@ func (s *Sources) fetchHTTP(ctx context.Context, src ChartSource) (*Fetched, err
 	if err != nil {
 		return nil, fail(src.Version, err)
 	}
-	key := strings.Join([]string{string(HTTPRepository), redact(base), src.Chart, cv.Version}, "\x00")
+	key := strings.Join([]string{string(HTTPRepository), redact(base), src.Credentials.key(), src.Chart, cv.Version}, "\x00")
 	return s.charts.do(ctx, key, nil, func() (*Fetched, error) {
-		f, err := s.download(ctx, u, cv, src.Credentials)
+		f, err := s.download(ctx, u, cv, src)
 		if err != nil {
 			return nil, &FetchError{Chart: src.Chart, Version: cv.Version, Source: redact(base), Err: err}
 		}
@@ -131,9 +133,13 @@ func summarize(versions []string) string {
 }
 
 // index is the repository's index, from memory or the store while it is
-// younger than the TTL, else fetched.
-func (s *Sources) index(ctx context.Context, base string, creds *Credentials) (*repoIndex, error) {
+// younger than the TTL, else fetched. An index fetched with credentials
+// is kept for the same credentials only.
+func (s *Sources) index(ctx context.Context, base string, src ChartSource) (*repoIndex, error) {
 	key := redact(base)
+	if k := src.Credentials.key(); k != "" {
+		key += "\x00" + k
+	}
 	fresh := func(e *indexEntry) bool { return s.now().Sub(e.at) < s.opts.IndexTTL }
 	e, err := s.indexes.do(ctx, key, fresh, func() (*indexEntry, error) {
 		if b, at, ok := s.store.index(key); ok && s.now().Sub(at) < s.opts.IndexTTL {
@@ -142,7 +148,7 @@ func (s *Sources) index(ctx context.Context, base string, creds *Credentials) (*
 			}
 		}
 		at := s.now()
-		b, err := s.get(ctx, base+"/index.yaml", creds, maxIndexSize)
+		b, err := s.get(ctx, base+"/index.yaml", src, maxIndexSize)
 		if err != nil {
 			return nil, fmt.Errorf("fetching the repository index: %w", err)
 		}
@@ -173,8 +179,9 @@ func parseIndex(b []byte) (*repoIndex, error) {
 }
 
 // download fetches the archive of cv, or takes it from the store when the
-// index names its digest and the store holds it.
-func (s *Sources) download(ctx context.Context, base *url.URL, cv *indexedVersion, creds *Credentials) (*Fetched, error) {
+// index names its digest and the store holds it (the index, fetched with
+// the source's credentials, vouches for it).
+func (s *Sources) download(ctx context.Context, base *url.URL, cv *indexedVersion, src ChartSource) (*Fetched, error) {
 	want := normalDigest(cv.Digest)
 	b, cached := s.store.archive(want)
 	if !cached {
@@ -190,12 +197,9 @@ func (s *Sources) download(ctx context.Context, base *url.URL, cv *indexedVersio
 		dir.Path = strings.TrimSuffix(dir.Path, "/") + "/"
 		dir.RawPath = ""
 		at := dir.ResolveReference(ref)
-		// Credentials go only to the repository's own host, as Helm does
-		// unless told to pass them on.
-		if at.Host != base.Host || at.Scheme != base.Scheme {
-			creds = nil
-		}
-		if b, err = s.get(ctx, at.String(), creds, s.opts.MaxArchiveSize); err != nil {
+		// The credentials go with it only when it is at their origin (as
+		// Helm does unless told to pass them on): see get.
+		if b, err = s.get(ctx, at.String(), src, s.opts.MaxArchiveSize); err != nil {
 			return nil, fmt.Errorf("fetching %s: %w", redact(at.String()), err)
 		}
 		if got := digestOf(b); want != "" && got != want {
@@ -205,29 +209,29 @@ func (s *Sources) download(ctx context.Context, base *url.URL, cv *indexedVersio
 	return s.fetched(b, digestOf(b), cached)
 }
 
-// get reads u with basic auth when creds are given, refusing a body
-// larger than max.
-func (s *Sources) get(ctx context.Context, u string, creds *Credentials, max int64) ([]byte, error) {
+// get reads u, refusing a body larger than max. The source's credentials
+// go with every request to their origin, u or a redirect, and with no
+// other (origin.Basic).
+func (s *Sources) get(ctx context.Context, u string, src ChartSource, max int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
-	if creds != nil {
-		req.SetBasicAuth(creds.Username, creds.Password)
-	}
 	req.Header.Set("User-Agent", "ferry")
-	resp, err := s.http.Do(req)
+	resp, err := s.client(src.Credentials).Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return nil, refused("repository", hostOf(u), resp.Status, creds)
+		creds := src.Credentials
+		sent := creds != nil && origin.Matches(creds.Origin, resp.Request.URL)
+		return nil, refused("repository", resp.Request.URL.Host, resp.Status, sent, src.Withheld)
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, reason(ErrNotFound, "%s answered %s", hostOf(u), resp.Status)
+		return nil, reason(ErrNotFound, "%s answered %s", resp.Request.URL.Host, resp.Status)
 	case resp.StatusCode/100 != 2:
-		return nil, fmt.Errorf("%s answered %s", hostOf(u), resp.Status)
+		return nil, fmt.Errorf("%s answered %s", resp.Request.URL.Host, resp.Status)
 	}
 	if resp.ContentLength > max {
 		return nil, fmt.Errorf("%w: %s bytes, more than %d", ErrTooLarge, strconv.FormatInt(resp.ContentLength, 10), max)
@@ -235,10 +239,13 @@ func (s *Sources) get(ctx context.Context, u string, creds *Credentials, max int
 	return readLimited(resp.Body, max)
 }
 
-func hostOf(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "the server"
+// client is the HTTP client of a source with creds: the Sources' own,
+// with a transport that sends creds to their origin only.
+func (s *Sources) client(creds *Credentials) *http.Client {
+	if creds == nil {
+		return s.http
 	}
-	return p.Host
+	c := *s.http
+	c.Transport = origin.Basic(s.http.Transport, creds.Origin, creds.Username, creds.Password)
+	return &c
 }

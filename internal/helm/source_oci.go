@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/ferry-ci/ferry/internal/origin"
 )
 
 // The media types of a Helm chart stored in an OCI registry.
@@ -34,30 +36,21 @@ type tagList struct {
 // fetchOCI resolves src to one artifact of its repository (by digest, by
 // the newest tag a range allows, or by tag) and pulls its chart layer.
 func (s *Sources) fetchOCI(ctx context.Context, src ChartSource) (*Fetched, error) {
-	artifact := strings.TrimSuffix(src.URL, "/")
-	if src.Chart != "" {
-		artifact += "/" + src.Chart
-	}
 	version := src.Version
 	if src.Digest != "" {
 		version = src.Digest
 	}
 	fail := func(version string, err error) error {
-		return &FetchError{Chart: chartName(src), Version: version, Source: redact(artifact), Err: err}
+		return &FetchError{Chart: chartName(src), Version: version, Source: redact(ociArtifact(src)), Err: err}
 	}
-	trimmed, ok := strings.CutPrefix(artifact, "oci://")
-	if !ok {
-		return nil, fail(version, errors.New("the repository URL is not an oci:// URL"))
-	}
-	var nopts []name.Option
-	if src.Insecure {
-		nopts = append(nopts, name.Insecure)
-	}
-	repo, err := name.NewRepository(trimmed, nopts...)
+	repo, nopts, err := ociRepository(src)
 	if err != nil {
-		return nil, fail(version, fmt.Errorf("not a repository: %w", err))
+		return nil, fail(version, err)
 	}
-	ropts := s.remoteOptions(ctx, src.Credentials)
+	acc, err := s.access(ctx, src, repo.Registry)
+	if err != nil {
+		return nil, fail(version, err)
+	}
 
 	var ref name.Reference
 	switch {
@@ -72,9 +65,9 @@ func (s *Sources) fetchOCI(ctx context.Context, src ChartSource) (*Fetched, erro
 		}
 		tag := src.Version
 		if c != nil {
-			tags, err := s.tags(ctx, repo, ropts)
+			tags, err := s.tags(ctx, repo, acc)
 			if err != nil {
-				return nil, fail(version, registryError(repo.RegistryStr(), repo.String(), src.Credentials, err))
+				return nil, fail(version, acc.error(repo.RegistryStr(), repo.String(), err))
 			}
 			if tag = newest(c, tags); tag == "" {
 				return nil, fail(version, reason(ErrNotFound, "no tag matches (the repository has %s)", summarize(tags)))
@@ -86,14 +79,47 @@ func (s *Sources) fetchOCI(ctx context.Context, src ChartSource) (*Fetched, erro
 			return nil, fail(version, err)
 		}
 	}
-	key := strings.Join([]string{string(OCIRepository), ref.String()}, "\x00")
+	key := strings.Join([]string{string(OCIRepository), ref.String(), acc.key}, "\x00")
 	return s.charts.do(ctx, key, nil, func() (*Fetched, error) {
-		f, err := s.pull(ref, src.Credentials, ropts)
+		f, err := s.pull(ref, acc)
 		if err != nil {
 			return nil, fail(version, err)
 		}
 		return f, nil
 	})
+}
+
+// ociArtifact is the oci:// reference of src's artifact (its repository
+// URL and chart).
+func ociArtifact(src ChartSource) string {
+	artifact := strings.TrimSuffix(src.URL, "/")
+	if src.Chart != "" {
+		artifact += "/" + src.Chart
+	}
+	return artifact
+}
+
+// ociRepository is the repository of src's artifact, and the options
+// its references are parsed with (plain HTTP when src is insecure).
+func ociRepository(src ChartSource) (name.Repository, []name.Option, error) {
+	trimmed, ok := strings.CutPrefix(ociArtifact(src), "oci://")
+	if !ok {
+		return name.Repository{}, nil, errors.New("the repository URL is not an oci:// URL")
+	}
+	var nopts []name.Option
+	if src.Insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	repo, err := name.NewRepository(trimmed, nopts...)
+	if err != nil {
+		return name.Repository{}, nil, fmt.Errorf("not a repository: %w", err)
+	}
+	return repo, nopts, nil
+}
+
+// registryOrigin is the origin go-containerregistry reaches reg at.
+func registryOrigin(reg name.Registry) (string, error) {
+	return origin.Join(reg.Scheme(), reg.RegistryStr())
 }
 
 // chartName is the chart's name for messages: the chart, or the last
@@ -106,25 +132,52 @@ func chartName(src ChartSource) string {
 	return u[strings.LastIndex(u, "/")+1:]
 }
 
-func (s *Sources) remoteOptions(ctx context.Context, creds *Credentials) []remote.Option {
+// ociAccess is how one fetch reads an OCI registry: the options of
+// go-containerregistry's calls, whether they carry the source's
+// credentials, and a cache key telling them apart.
+type ociAccess struct {
+	opts     []remote.Option
+	sent     bool
+	withheld string
+	key      string
+}
+
+// access is how src's fetch reads the registry reg: with src's
+// credentials when they are bound to reg's origin, else anonymously.
+// go-containerregistry then sends them to that registry (its host, over
+// the scheme it settled on, which it never changes for a redirect to the
+// same host) and to the token realm the registry names in its Bearer
+// challenge (the Docker registry token flow), and never to another
+// origin a request is redirected to (a CDN serving blobs): tested in
+// source_creds_test.go.
+func (s *Sources) access(ctx context.Context, src ChartSource, reg name.Registry) (ociAccess, error) {
+	acc := ociAccess{withheld: src.Withheld}
 	auth := authn.Anonymous
-	if creds != nil {
-		auth = &authn.Basic{Username: creds.Username, Password: creds.Password}
+	if c := src.Credentials; c != nil {
+		o, err := registryOrigin(reg)
+		if err != nil {
+			return acc, err
+		}
+		if c.Origin == o {
+			auth = &authn.Basic{Username: c.Username, Password: c.Password}
+			acc.sent, acc.key = true, c.key()
+		}
 	}
 	rt := s.http.Transport
 	if rt == nil {
 		rt = remote.DefaultTransport
 	}
-	return []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth), remote.WithTransport(rt), remote.WithUserAgent("ferry")}
+	acc.opts = []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth), remote.WithTransport(rt), remote.WithUserAgent("ferry")}
+	return acc, nil
 }
 
 // tags lists the repository's tags that are semantic versions, "_" read
 // as "+", as Helm's registry client does; kept for the index TTL.
-func (s *Sources) tags(ctx context.Context, repo name.Repository, ropts []remote.Option) ([]string, error) {
+func (s *Sources) tags(ctx context.Context, repo name.Repository, acc ociAccess) ([]string, error) {
 	fresh := func(l *tagList) bool { return s.now().Sub(l.at) < s.opts.IndexTTL }
-	l, err := s.tagLists.do(ctx, repo.String(), fresh, func() (*tagList, error) {
+	l, err := s.tagLists.do(ctx, repo.String()+"\x00"+acc.key, fresh, func() (*tagList, error) {
 		at := s.now()
-		raw, err := remote.List(repo, ropts...)
+		raw, err := remote.List(repo, acc.opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -145,11 +198,11 @@ func (s *Sources) tags(ctx context.Context, repo name.Repository, ropts []remote
 
 // pull fetches the manifest of ref and its chart layer, or takes the
 // layer from the store when it holds it.
-func (s *Sources) pull(ref name.Reference, creds *Credentials, ropts []remote.Option) (*Fetched, error) {
+func (s *Sources) pull(ref name.Reference, acc ociAccess) (*Fetched, error) {
 	repo := ref.Context()
-	desc, err := remote.Get(ref, ropts...)
+	desc, err := remote.Get(ref, acc.opts...)
 	if err != nil {
-		return nil, registryError(repo.RegistryStr(), ref.String(), creds, err)
+		return nil, acc.error(repo.RegistryStr(), ref.String(), err)
 	}
 	if desc.MediaType.IsIndex() {
 		return nil, fmt.Errorf("%s is an image index, not a Helm chart", ref)
@@ -174,18 +227,18 @@ func (s *Sources) pull(ref name.Reference, creds *Credentials, ropts []remote.Op
 	b, cached := s.store.archive(want)
 	if !cached {
 		layerRef := repo.Digest(want)
-		l, err := remote.Layer(layerRef, ropts...)
+		l, err := remote.Layer(layerRef, acc.opts...)
 		if err != nil {
-			return nil, registryError(repo.RegistryStr(), layerRef.String(), creds, err)
+			return nil, acc.error(repo.RegistryStr(), layerRef.String(), err)
 		}
 		rc, err := l.Compressed()
 		if err != nil {
-			return nil, registryError(repo.RegistryStr(), layerRef.String(), creds, err)
+			return nil, acc.error(repo.RegistryStr(), layerRef.String(), err)
 		}
 		b, err = readLimited(rc, s.opts.MaxArchiveSize)
 		rc.Close()
 		if err != nil {
-			return nil, fmt.Errorf("pulling the chart layer of %s: %w", ref, registryError(repo.RegistryStr(), layerRef.String(), creds, err))
+			return nil, fmt.Errorf("pulling the chart layer of %s: %w", ref, acc.error(repo.RegistryStr(), layerRef.String(), err))
 		}
 		if got := digestOf(b); got != want {
 			return nil, fmt.Errorf("%w: the manifest of %s says %s, its chart layer is %s", ErrDigestMismatch, ref, want, got)
@@ -194,10 +247,10 @@ func (s *Sources) pull(ref name.Reference, creds *Credentials, ropts []remote.Op
 	return s.fetched(b, want, cached)
 }
 
-// registryError says what an error of the registry at host means when
-// asked for what: a 401 or 403 is the registry refusing the credentials,
-// a 404 a missing tag, manifest or blob.
-func registryError(host, what string, creds *Credentials, err error) error {
+// error says what an error of the registry at host means when asked for
+// what: a 401 or 403 is the registry refusing the credentials (or access
+// without them), a 404 a missing tag, manifest or blob.
+func (acc ociAccess) error(host, what string, err error) error {
 	var te *transport.Error
 	if !errors.As(err, &te) {
 		return err
@@ -205,7 +258,7 @@ func registryError(host, what string, creds *Credentials, err error) error {
 	status := fmt.Sprintf("%d %s", te.StatusCode, http.StatusText(te.StatusCode))
 	switch te.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return refused("registry", host, status, creds)
+		return refused("registry", host, status, acc.sent, acc.withheld)
 	case http.StatusNotFound:
 		return reason(ErrNotFound, "%s does not exist (%s answered %s)", what, host, status)
 	}

@@ -26,7 +26,7 @@ func TestFetchOCI(t *testing.T) {
 			t.Fatalf("chart layer %s of %s is not the archive's digest %s", pushed[v].Chart, v, sha(archives[v]))
 		}
 	}
-	creds := &helm.Credentials{Username: reg.Username, Password: reg.Password}
+	creds := &helm.Credentials{Origin: "http://" + reg.Host, Username: reg.Username, Password: reg.Password}
 	repoURL := "oci://" + reg.Host + "/charts"
 	s := helm.NewSources(helm.SourcesOptions{})
 	ctx := context.Background()
@@ -70,8 +70,8 @@ func TestFetchOCI(t *testing.T) {
 		{"no version matches", helm.ChartSource{URL: repoURL, Chart: "demo", Version: "^5.0.0", Credentials: creds}, helm.ErrNotFound, []string{"demo", `"^5.0.0"`, reg.Host, "1.10.0"}},
 		{"no such tag", helm.ChartSource{URL: repoURL, Chart: "demo", Version: "9.9.9", Credentials: creds}, helm.ErrNotFound, []string{"demo", `"9.9.9"`, reg.Host}},
 		{"no such chart", helm.ChartSource{URL: repoURL, Chart: "nothere", Version: "1.0.0", Credentials: creds}, helm.ErrNotFound, []string{"nothere", reg.Host}},
-		{"wrong password", helm.ChartSource{URL: repoURL, Chart: "demo", Version: "^1", Credentials: &helm.Credentials{Username: reg.Username, Password: "wrong-pass"}}, helm.ErrUnauthorized, []string{"demo", reg.Host, "the registry refused the credentials"}},
-		{"wrong password, exact tag", helm.ChartSource{URL: repoURL, Chart: "demo", Version: "1.0.0", Credentials: &helm.Credentials{Username: reg.Username, Password: "wrong-pass"}}, helm.ErrUnauthorized, []string{"demo", reg.Host, "the registry refused the credentials"}},
+		{"wrong password", helm.ChartSource{URL: repoURL, Chart: "demo", Version: "^1", Credentials: &helm.Credentials{Origin: "http://" + reg.Host, Username: reg.Username, Password: "wrong-pass"}}, helm.ErrUnauthorized, []string{"demo", reg.Host, "the registry refused the credentials"}},
+		{"wrong password, exact tag", helm.ChartSource{URL: repoURL, Chart: "demo", Version: "1.0.0", Credentials: &helm.Credentials{Origin: "http://" + reg.Host, Username: reg.Username, Password: "wrong-pass"}}, helm.ErrUnauthorized, []string{"demo", reg.Host, "the registry refused the credentials"}},
 		{"no credentials", helm.ChartSource{URL: repoURL, Chart: "demo", Version: "^1"}, helm.ErrUnauthorized, []string{"demo", reg.Host, "without credentials"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,7 +105,7 @@ func TestFetchOCIFetchesOnce(t *testing.T) {
 	proxy := helmtest.NewProxy(t, reg.Host)
 	cache := t.TempDir()
 	ctx := context.Background()
-	creds := &helm.Credentials{Username: reg.Username, Password: reg.Password}
+	creds := &helm.Credentials{Origin: "http://" + proxy.Host, Username: reg.Username, Password: reg.Password}
 
 	run := func(t *testing.T) {
 		t.Helper()

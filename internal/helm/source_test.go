@@ -161,7 +161,7 @@ func TestFetchHTTPBasicAuth(t *testing.T) {
 		creds *helm.Credentials
 	}{
 		{"no credentials", nil},
-		{"wrong password", &helm.Credentials{Username: user, Password: "wrong-pass"}},
+		{"wrong password", &helm.Credentials{Origin: r.URL, Username: user, Password: "wrong-pass"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := src
@@ -177,7 +177,7 @@ func TestFetchHTTPBasicAuth(t *testing.T) {
 			t.Fatalf("without credentials: %v", err)
 		}
 		src := src
-		src.Credentials = &helm.Credentials{Username: user, Password: pass}
+		src.Credentials = &helm.Credentials{Origin: r.URL, Username: user, Password: pass}
 		f, err := s.Fetch(ctx, src)
 		if err != nil {
 			t.Fatal(err)
@@ -210,7 +210,7 @@ func TestFetchHTTPCredentialsStayOnTheRepositoryHost(t *testing.T) {
 	index.Put(t, "index.yaml", []byte(strings.ReplaceAll(string(b), index.URL, elsewhere)))
 
 	s := helm.NewSources(helm.SourcesOptions{})
-	f, err := s.Fetch(context.Background(), helm.ChartSource{Kind: helm.HTTPRepository, URL: index.URL, Chart: "demo", Credentials: &helm.Credentials{Username: "u", Password: "p"}})
+	f, err := s.Fetch(context.Background(), helm.ChartSource{Kind: helm.HTTPRepository, URL: index.URL, Chart: "demo", Credentials: &helm.Credentials{Origin: index.URL, Username: "u", Password: "p"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -51,29 +52,43 @@ func SelectPolicies(all []*Policy, names []string) ([]*Policy, error) {
 	return out, nil
 }
 
+// EnvRead is what CredentialsFromEnv read.
+type EnvRead struct {
+	Credentials Credentials
+	// Passwords are the passwords read, for the caller to mask.
+	Passwords []string
+	// Warnings are about variables of the former spelling (see
+	// RegistryEnv): read, or left unread as ambiguous.
+	Warnings []string
+}
+
 // CredentialsFromEnv reads, through getenv, the credentials of the
 // policies' registries (FERRY_REGISTRY_<HOST>_USERNAME/_PASSWORD) and
 // secretRefs (FERRY_SECRET_<NAME>_USERNAME/_PASSWORD), and the Docker
-// config.json in $DOCKER_CONFIG (else ~/.docker). It returns the passwords
-// too, for the caller to mask.
-func CredentialsFromEnv(getenv func(string) string, ps []*Policy) (Credentials, []string, error) {
-	var c Credentials
+// config.json in $DOCKER_CONFIG (else ~/.docker). known are the hosts and
+// Secret names of the run's configuration (PolicyNames of every policy):
+// a variable of the former spelling is read only for a name no other of
+// them spells the same way.
+func CredentialsFromEnv(getenv func(string) string, ps []*Policy, known Names) (EnvRead, error) {
+	var r EnvRead
 	var err error
-	if c.DockerConfig, err = readDockerConfig(getenv); err != nil {
-		return c, nil, err
+	if r.Credentials.DockerConfig, err = readDockerConfig(getenv); err != nil {
+		return r, err
 	}
-	var secrets []string
-	basic := func(prefix string) (Basic, bool) {
-		u, p := getenv(prefix+"_USERNAME"), getenv(prefix+"_PASSWORD")
-		if u == "" {
-			return Basic{}, false
+	read := func(prefix, what, name string, known []string) (Basic, bool) {
+		b, ok, warning := lookupEnv(getenv, prefix, what, name, func() []string { return known })
+		if warning != "" && !slices.Contains(r.Warnings, warning) {
+			r.Warnings = append(r.Warnings, warning)
 		}
-		secrets = append(secrets, p)
-		return Basic{Username: u, Password: p, Source: prefix + "_USERNAME/_PASSWORD"}, true
+		if ok {
+			r.Passwords = append(r.Passwords, b.Password)
+		}
+		return b, ok
 	}
+	c := &r.Credentials
 	for _, p := range ps {
 		if host := p.Registry(); host != "" {
-			if b, ok := basic(RegistryEnv(host)); ok {
+			if b, ok := read(registryPrefix, "host", strings.ToLower(host), known.Hosts); ok {
 				if c.Registries == nil {
 					c.Registries = map[string]Basic{}
 				}
@@ -81,7 +96,7 @@ func CredentialsFromEnv(getenv func(string) string, ps []*Policy) (Credentials, 
 			}
 		}
 		if p.SecretRef != "" {
-			if b, ok := basic(SecretEnv(p.SecretRef)); ok {
+			if b, ok := read(secretPrefix, "Secret", p.SecretRef, known.Secrets); ok {
 				if c.Secrets == nil {
 					c.Secrets = map[string]Basic{}
 				}
@@ -89,7 +104,8 @@ func CredentialsFromEnv(getenv func(string) string, ps []*Policy) (Credentials, 
 			}
 		}
 	}
-	return c, secrets, nil
+	slices.Sort(r.Warnings)
+	return r, nil
 }
 
 // DockerConfigSecrets returns the secrets of the Docker config.json in

@@ -45,27 +45,6 @@ type Credentials struct {
 	Secrets map[string]Basic
 }
 
-// RegistryEnv is the prefix of the environment variables holding a
-// registry's credentials: FERRY_REGISTRY_<HOST> + _USERNAME and _PASSWORD,
-// HOST upper-cased with every other character than A-Z and 0-9 turned into
-// "_" (ghcr.io: FERRY_REGISTRY_GHCR_IO_USERNAME).
-func RegistryEnv(host string) string { return "FERRY_REGISTRY_" + envName(host) }
-
-// SecretEnv is the prefix of the environment variables standing for an
-// ImageRepository's secretRef: FERRY_SECRET_<NAME> + _USERNAME and
-// _PASSWORD (secretRef regcred: FERRY_SECRET_REGCRED_USERNAME).
-func SecretEnv(secret string) string { return "FERRY_SECRET_" + envName(secret) }
-
-func envName(s string) string {
-	b := []byte(strings.ToUpper(s))
-	for i, c := range b {
-		if !('A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
-}
-
 // ScanOptions tune a scan.
 type ScanOptions struct {
 	Credentials Credentials

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/images/registrytest"
+	"github.com/ferry-ci/ferry/internal/origin/origintest"
 )
 
 // fakeRegistry is go-containerregistry's in-process registry behind a
@@ -457,14 +459,107 @@ func TestScanDockerRegistry(t *testing.T) {
 
 func TestEnvNames(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]string{"ghcr.io": "FERRY_REGISTRY_GHCR_IO", "127.0.0.1:5000": "FERRY_REGISTRY_127_0_0_1_5000"} {
-		if got := images.RegistryEnv(in); got != want {
-			t.Errorf("RegistryEnv(%q) = %q, want %q", in, got, want)
+	for _, tc := range []struct {
+		in, registry, secret string // "" for no spelling
+	}{
+		{"ghcr.io", "FERRY_REGISTRY_GHCR_IO", "FERRY_SECRET_GHCR_IO"},
+		{"charts.example.com", "FERRY_REGISTRY_CHARTS_EXAMPLE_COM", "FERRY_SECRET_CHARTS_EXAMPLE_COM"},
+		{"charts-example.com", "FERRY_REGISTRY_CHARTS__EXAMPLE_COM", "FERRY_SECRET_CHARTS__EXAMPLE_COM"},
+		{"127.0.0.1:5000", "FERRY_REGISTRY_127_0_0_1___5000", "FERRY_SECRET_127_0_0_1___5000"},
+		{"xn--bcher-kva.example", "FERRY_REGISTRY_XN____BCHER__KVA_EXAMPLE", "FERRY_SECRET_XN____BCHER__KVA_EXAMPLE"},
+		{"reg-cred", "FERRY_REGISTRY_REG__CRED", "FERRY_SECRET_REG__CRED"},
+		{"Quay.IO", "FERRY_REGISTRY_QUAY_IO", ""},
+		{"[::1]:5000", "", ""},
+		{"a_b", "", ""},
+		{"a..b", "", ""},
+		{"a.-b", "", ""},
+		{"-a", "", ""},
+		{"", "", ""},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			r, rok := images.RegistryEnv(tc.in)
+			s, sok := images.SecretEnv(tc.in)
+			if !rok {
+				r = ""
+			}
+			if !sok {
+				s = ""
+			}
+			if d := cmp.Diff([]string{tc.registry, tc.secret}, []string{r, s}); d != "" {
+				t.Errorf("RegistryEnv, SecretEnv (-want +got):\n%s", d)
+			}
+		})
+	}
+	if v, ok := images.SecretKeyEnv("hook-url", "ca.crt"); !ok || v != "FERRY_SECRET_HOOK__URL_CA_CRT" {
+		t.Errorf("SecretKeyEnv(hook-url, ca.crt) = %q, %v", v, ok)
+	}
+}
+
+// No two names spell alike: every spelling reads back as the one name it
+// spells (decodeEnvName), over every name of up to five characters of
+// the alphabet that matters ("a", "1", ".", "-", ":"), and over names
+// that differ by one separator.
+func TestEnvNamesOneToOne(t *testing.T) {
+	t.Parallel()
+	seen := map[string]string{}
+	var walk func(prefix string, n int)
+	walk = func(prefix string, n int) {
+		if prefix != "" {
+			if v, ok := images.SecretEnv(prefix); ok {
+				if other, dup := seen[v]; dup {
+					t.Errorf("%q and %q are both spelled %s", other, prefix, v)
+				}
+				seen[v] = prefix
+				if back := decodeEnvName(strings.TrimPrefix(v, "FERRY_SECRET_")); back != prefix {
+					t.Errorf("%s reads back as %q, not %q", v, back, prefix)
+				}
+			}
+		}
+		if n == 0 {
+			return
+		}
+		for _, c := range []string{"a", "1", ".", "-", ":"} {
+			walk(prefix+c, n-1)
 		}
 	}
-	if got := images.SecretEnv("reg-cred"); got != "FERRY_SECRET_REG_CRED" {
-		t.Errorf("SecretEnv(reg-cred) = %q", got)
+	walk("", 5)
+	if len(seen) < 100 {
+		t.Fatalf("only %d names spelled", len(seen))
 	}
+	a, _ := images.RegistryEnv("charts.example.com")
+	b, _ := images.RegistryEnv("charts-example.com")
+	if a == b {
+		t.Errorf("charts.example.com and charts-example.com share %s", a)
+	}
+}
+
+// decodeEnvName reads a spelling back: a run of one "_" is ".", of three
+// ":", of 2n n "-".
+func decodeEnvName(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if s[i] != '_' {
+			b.WriteByte(strings.ToLower(s[i : i+1])[0])
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && s[j] == '_' {
+			j++
+		}
+		switch n := j - i; {
+		case n == 1:
+			b.WriteByte('.')
+		case n == 3:
+			b.WriteByte(':')
+		case n%2 == 0:
+			b.WriteString(strings.Repeat("-", n/2))
+		default:
+			b.WriteString("?")
+		}
+		i = j
+	}
+	return b.String()
 }
 
 // TestScanTokenRegistry reads a real docker-registry behind a token
@@ -507,5 +602,68 @@ func TestScanTokenRegistry(t *testing.T) {
 	}
 	if want := "rejected the credentials from FERRY_REGISTRY_X_USERNAME/_PASSWORD for " + policies[0].Image; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not say %q", err, want)
+	}
+}
+
+// A scan's credentials go to the registry and to the token realm it
+// names, and not to the CDN it sends tag lists or manifests to (on
+// another port of the same host): go-containerregistry decides each
+// request, and this is the test that it does for ferry bump.
+func TestScanCredentialsBoundToOrigin(t *testing.T) {
+	t.Parallel()
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("u:p"))
+	for _, tc := range []struct {
+		name                    string
+		opts                    origintest.RegistryOptions
+		wantRegistry, wantToken []string
+	}{
+		{name: "basic, tag lists on a CDN", opts: origintest.RegistryOptions{ToCDN: origintest.TagLists},
+			wantRegistry: []string{basic}},
+		{name: "basic, manifests on a CDN", opts: origintest.RegistryOptions{ToCDN: origintest.Manifests},
+			wantRegistry: []string{basic}},
+		{name: "token, tag lists on a CDN", opts: origintest.RegistryOptions{Token: true, ToCDN: origintest.TagLists},
+			wantRegistry: []string{"Bearer origintest-registry-token"}, wantToken: []string{basic}},
+		{name: "token, manifests on a CDN", opts: origintest.RegistryOptions{Token: true, ToCDN: origintest.Manifests},
+			wantRegistry: []string{"Bearer origintest-registry-token"}, wantToken: []string{basic}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.opts.Username, tc.opts.Password = "u", "p"
+			reg := origintest.NewRegistry(t, tc.opts)
+			ref, err := name.ParseReference(reg.Host + "/team/app:1.25.0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := random.Image(256, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: "u", Password: "p"})); err != nil {
+				t.Fatal(err)
+			}
+			reg.Reset()
+			p := semverPolicy(">=1.0.0")
+			p.Image = reg.Host + "/team/app"
+			o := fastOptions()
+			o.Credentials = images.Credentials{Registries: map[string]images.Basic{reg.Host: {Username: "u", Password: "p"}}}
+			res, err := images.Scan(context.Background(), []*images.Policy{p}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := res.Policies[0]; r.Tag != "1.25.0" {
+				t.Errorf("tag %q, want 1.25.0", r.Tag)
+			}
+			got := map[string][]string{"registry": reg.Authorizations(), "cdn": reg.CDN.Authorizations(), "token": nil}
+			if reg.TokenServer != nil {
+				got["token"] = reg.TokenServer.Authorizations()
+			}
+			want := map[string][]string{"registry": tc.wantRegistry, "cdn": nil, "token": tc.wantToken}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("Authorization headers received (-want +got):\n%s", d)
+			}
+			if len(reg.CDN.Requests()) == 0 {
+				t.Error("the CDN received no request: nothing was redirected")
+			}
+		})
 	}
 }

@@ -26,13 +26,12 @@ var (
 
 // SecretEnvPrefix is the prefix of the variables that stand in for the
 // Secret name when the renders do not hold it: FERRY_SECRET_<NAME>_, the
-// name upper-cased with every other character than a letter or digit made
-// "_" (as for registry credentials, images.SecretEnv).
-func SecretEnvPrefix(name string) string { return images.SecretEnv(name) + "_" }
-
-// secretEnv is the variable of one key of a Secret: the key is spelled as
-// the name is (ca.crt: CA_CRT).
-func secretEnv(name, key string) string { return images.SecretEnv(name + "_" + key) }
+// name spelled as for registry credentials (images.SecretEnv: hook-url is
+// HOOK__URL); false for a name no variable can stand for.
+func SecretEnvPrefix(name string) (string, bool) {
+	p, ok := images.SecretEnv(name)
+	return p + "_", ok
+}
 
 // credentials is what a provider sends with: its address and secrets,
 // resolved once per Send.
@@ -53,19 +52,55 @@ func lookupSecret(opts *Options, namespace, name string, keys []string) (map[str
 			return data, nil
 		}
 	}
-	data := map[string]string{}
+	var data map[string]string
 	if opts.Getenv != nil {
+		data = secretFromEnv(opts, name, keys)
+	}
+	if len(data) == 0 {
+		prefix, ok := SecretEnvPrefix(name)
+		if !ok {
+			return nil, fmt.Errorf("Secret/%s/%s is not in the renders, and no variable can stand for a Secret of that name", namespace, name)
+		}
+		return nil, fmt.Errorf("Secret/%s/%s is neither in the renders nor given as %s<KEY> variables (keys %s)",
+			namespace, name, prefix, strings.Join(keys, ", "))
+	}
+	return data, nil
+}
+
+// secretFromEnv reads the keys of the Secret name from their
+// FERRY_SECRET_<NAME>_<KEY> variables (the key spelled as the name is:
+// ca.crt is CA_CRT); when none is set, from those of the former spelling
+// of the name (images.FormerSecretEnv) if no other Secret of the run's
+// Providers spells the same way, with a warning in opts.warnings.
+func secretFromEnv(opts *Options, name string, keys []string) map[string]string {
+	data := map[string]string{}
+	read := func(variable func(key string) (string, bool)) {
 		for _, k := range keys {
-			if v := opts.Getenv(secretEnv(name, k)); v != "" {
-				data[k] = v
+			if v, ok := variable(k); ok {
+				if v := opts.Getenv(v); v != "" {
+					data[k] = v
+				}
 			}
 		}
 	}
-	if len(data) == 0 {
-		return nil, fmt.Errorf("Secret/%s/%s is neither in the renders nor given as %s<KEY> variables (keys %s)",
-			namespace, name, SecretEnvPrefix(name), strings.Join(keys, ", "))
+	read(func(k string) (string, bool) { return images.SecretKeyEnv(name, k) })
+	former, clashing, differs := images.FormerSecretEnv(name, opts.secretNames)
+	if len(data) > 0 || !differs {
+		return data
 	}
-	return data, nil
+	read(func(k string) (string, bool) {
+		return former + "_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_")), true
+	})
+	if len(data) == 0 {
+		return data
+	}
+	prefix, _ := SecretEnvPrefix(name) // the name has a spelling: its former one differs
+	if clashing != "" {
+		opts.warn(fmt.Sprintf("%s_* is not read for Secret %s: that former spelling also stands for Secret %s; name the variables %s<KEY>", former, name, clashing, prefix))
+		return map[string]string{}
+	}
+	opts.warn(fmt.Sprintf("%s_<KEY> are the former spelling for Secret %s, read while no other Secret spells the same way; rename them %s<KEY>", former, name, prefix))
+	return data
 }
 
 // resolve reads a provider's secrets, tells opts.Hide every value read

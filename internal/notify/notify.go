@@ -187,7 +187,14 @@ type Options struct {
 
 	// sleep waits between attempts (tests record the waits instead).
 	sleep func(ctx context.Context, d time.Duration) error
+	// secretNames are the Secrets the Providers of a Send name, and
+	// warnings what resolving them found to tell (secretFromEnv).
+	secretNames []string
+	warnings    []string
 }
+
+// warn notes a warning of a Send.
+func (o *Options) warn(msg string) { o.warnings = append(o.warnings, msg) }
 
 // Delivery is the outcome of one event sent through one Alert's
 // provider.
@@ -203,4 +210,8 @@ type Delivery struct {
 	// run, an event a commit status provider does not post (as Flux).
 	Skipped string
 	Err     error
+	// Warnings are about the provider's credentials (variables of a
+	// former spelling, see images.SecretEnv), the same for every Delivery
+	// through it.
+	Warnings []string
 }

@@ -45,6 +45,7 @@ type provider struct {
 	client   *http.Client
 	statuses Statuses
 	err      error
+	warnings []string
 }
 
 // Send sends each event through each Alert that lets it through to the
@@ -58,6 +59,9 @@ type provider struct {
 // Delivery.
 func Send(ctx context.Context, cfg Config, events []Event, opts Options) []Delivery {
 	o := opts.withDefaults()
+	for _, p := range cfg.Providers {
+		o.secretNames = append(o.secretNames, p.SecretRef, p.CertSecretRef)
+	}
 	alerts := slices.Clone(cfg.Alerts)
 	slices.SortStableFunc(alerts, func(a, b Alert) int { return strings.Compare(a.ID(), b.ID()) })
 	byName := map[string]*Provider{}
@@ -105,9 +109,12 @@ func Send(ctx context.Context, cfg Config, events []Event, opts Options) []Deliv
 			}
 			rp, ok := resolved[p.ID()]
 			if !ok {
+				n := len(o.warnings)
 				rp = open(&o, p)
+				rp.warnings = o.warnings[n:]
 				resolved[p.ID()] = rp
 			}
+			d.Warnings = rp.warnings
 			if rp.err != nil {
 				d.Err = rp.err
 				continue

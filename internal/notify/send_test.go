@@ -35,10 +35,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/ferry-ci/ferry/internal/goldenfile"
 	"github.com/ferry-ci/ferry/internal/secrets"
@@ -521,7 +524,7 @@ func TestSecrets(t *testing.T) {
 		before := len(s.hooks())
 		opts := fastOptions()
 		opts.Getenv = func(k string) string {
-			if k == "FERRY_SECRET_SLACK_URL_ADDRESS" {
+			if k == "FERRY_SECRET_SLACK__URL_ADDRESS" {
 				return webhookURL
 			}
 			return ""
@@ -531,6 +534,43 @@ func TestSecrets(t *testing.T) {
 			t.Errorf("deliveries %+v", ds)
 		}
 	})
+	// The former spelling of the name (every other character than a
+	// letter or digit "_") is read while no other Provider's Secret
+	// spells the same way, with a warning; otherwise it is not read.
+	t.Run("from the environment, former spelling", func(t *testing.T) {
+		getenv := func(k string) string {
+			if k == "FERRY_SECRET_SLACK_URL_ADDRESS" {
+				return webhookURL
+			}
+			return ""
+		}
+		for _, tc := range []struct {
+			name      string
+			other     string // the secretRef of another Provider
+			delivered bool
+			warning   string
+		}{
+			{"unambiguous", "", true, "FERRY_SECRET_SLACK_URL_<KEY> are the former spelling for Secret slack-url, read while no other Secret spells the same way; rename them FERRY_SECRET_SLACK__URL_<KEY>"},
+			{"another Secret spells the same way", "slack.url", false, "FERRY_SECRET_SLACK_URL_* is not read for Secret slack-url: that former spelling also stands for Secret slack.url; name the variables FERRY_SECRET_SLACK__URL_<KEY>"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				before := len(s.hooks())
+				cfg := cfg
+				if tc.other != "" {
+					cfg.Providers = append(slices.Clone(cfg.Providers), Provider{Name: "other", Namespace: "flux-system", Type: TypeSlack, SecretRef: tc.other})
+				}
+				opts := fastOptions()
+				opts.Getenv = getenv
+				ds := Send(context.Background(), cfg, []Event{appliedEvent()}, opts)
+				if len(ds) != 1 || (ds[0].Err == nil) != tc.delivered || (len(s.hooks()) == before+1) != tc.delivered {
+					t.Errorf("deliveries %+v, want delivered: %v", ds, tc.delivered)
+				}
+				if d := cmp.Diff([]string{tc.warning}, ds[0].Warnings); d != "" {
+					t.Errorf("warnings (-want +got):\n%s", d)
+				}
+			})
+		}
+	})
 	t.Run("missing", func(t *testing.T) {
 		opts := fastOptions()
 		opts.Getenv = func(string) string { return "" }
@@ -538,7 +578,7 @@ func TestSecrets(t *testing.T) {
 		if len(ds) != 1 || ds[0].Err == nil {
 			t.Fatalf("deliveries %+v", ds)
 		}
-		for _, want := range []string{"Provider/flux-system/p", "Secret/flux-system/slack-url", "FERRY_SECRET_SLACK_URL_"} {
+		for _, want := range []string{"Provider/flux-system/p", "Secret/flux-system/slack-url", "FERRY_SECRET_SLACK__URL_"} {
 			if !strings.Contains(ds[0].Err.Error(), want) {
 				t.Errorf("error %q does not name %s", ds[0].Err, want)
 			}

@@ -37,8 +37,9 @@ func TestBumpWorkflowOnDispatch(t *testing.T) {
 	f.push("main")
 
 	env := f.giteaEnv()
-	env[images.RegistryEnv(reg.Host)+"_USERNAME"] = reg.Username
-	env[images.RegistryEnv(reg.Host)+"_PASSWORD"] = reg.Password
+	hostEnv, _ := images.RegistryEnv(reg.Host) // 127.0.0.1:PORT has a spelling
+	env[hostEnv+"_USERNAME"] = reg.Username
+	env[hostEnv+"_PASSWORD"] = reg.Password
 	res := r.Run(t, Job{
 		Dir:        f.dir,
 		Workflow:   wf,
