@@ -405,6 +405,29 @@ func TestHostileInputs(t *testing.T) {
 	}
 }
 
+// waitCatches waits until process pid catches sig (Linux: the SigCgt
+// mask of /proc/PID/status), for up to 30 s: a signal sent before the
+// Go runtime installed its handler kills the process instead.
+func waitCatches(t *testing.T, pid int, sig syscall.Signal) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			t.Fatalf("reading the signal mask of ferry: %v", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if mask, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+				if m, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64); err == nil && m&(1<<(uint(sig)-1)) != 0 {
+					return
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("ferry did not catch %v within 30 s", sig)
+}
+
 // TestSignalDuringRender: SIGTERM while a large repository renders stops
 // ferry with exit 2 soon after, and leaves no temp file.
 func TestSignalDuringRender(t *testing.T) {
@@ -433,8 +456,11 @@ func TestSignalDuringRender(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	// Signal once ferry is rendering: after its first target at the
-	// earliest (no timing assert: the bound below is a hang guard).
+	// Signal once ferry is rendering: once it catches SIGTERM (a loaded
+	// machine can take longer than the sleep to start a 100 MB binary),
+	// and after its first target at the earliest (no timing assert: the
+	// bound below is a hang guard).
+	waitCatches(t, cmd.Process.Pid, syscall.SIGTERM)
 	time.Sleep(500 * time.Millisecond)
 	select {
 	case err := <-exited:

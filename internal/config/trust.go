@@ -96,8 +96,9 @@ func (r *Repo) trustAccess() {
 }
 
 // workspaceOf is the folder every read outside a revision's own tree
-// must stay under: opts.Workspace, else the parent of the checkout. It is
-// returned with symlinks resolved.
+// must stay under: opts.Workspace, else the parent of the checkout; the
+// checkout itself when opts.Workspace does not exist. It is returned
+// with symlinks resolved.
 func workspaceOf(opts render.Options, checkout string) (string, error) {
 	ws := opts.Workspace
 	if ws == "" {
@@ -109,7 +110,9 @@ func workspaceOf(opts render.Options, checkout string) (string, error) {
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return "", fmt.Errorf("workspace %s: %w", ws, err)
+		// A workspace that is not there (GITHUB_WORKSPACE of another
+		// machine) holds nothing: reads stay in the checkout.
+		return filepath.EvalSymlinks(checkout)
 	}
 	return real, nil
 }
