@@ -26,24 +26,24 @@ import (
 )
 
 // HelmHookAnnotation marks the hook objects of a rendered HelmRelease
-// with their phase, HookPre or HookPost; kube.Client.Apply applies them
-// in waves of their own (manifest.Wave).
+// with their phases, HookPre, HookPost or HookPrePost; kube.Client.Apply
+// applies them in waves of their own (manifest.Wave).
 const HelmHookAnnotation = manifest.HelmHookAnnotation
 
 // The values of HelmHookAnnotation.
 const (
-	HookPre  = manifest.HookPre
-	HookPost = manifest.HookPost
+	HookPre     = manifest.HookPre
+	HookPost    = manifest.HookPost
+	HookPrePost = manifest.HookPrePost
 )
 
 // expandReleases returns the build res of t with each Flux HelmRelease in
 // it followed by the objects its chart renders: the HelmRelease stays, so
 // that ActsOn can leave it out on a cluster without Flux's CRDs. The
 // result's Releases name each release and the chart version it resolved
-// to. A build
-// without HelmReleases, or of a cluster that leaves them to a
-// helm-controller, is returned as it is. The first release that cannot
-// be rendered fails the target, naming the HelmRelease and its chart.
+// to. A build without HelmReleases, or of a cluster that leaves them to
+// a helm-controller, is returned as it is. The first release that cannot be rendered fails
+// the target, naming the HelmRelease and its chart.
 func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result) (*render.Result, error) {
 	if t.HelmReleases == HelmController || !slices.ContainsFunc(res.Set.Objects, helm.IsRelease) {
 		return res, nil
@@ -79,10 +79,11 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 // fetched from its source (found among the cluster's renders), its
 // values composed with valuesFrom looked up there too.
 //
-// The pre hooks come before the chart's objects and the post hooks after
-// them, each annotated with HelmHookAnnotation, which puts them in apply
-// waves of their own; their helm.sh/hook-weight and
-// helm.sh/hook-delete-policy annotations are kept for the apply.
+// The pre hooks (those of both phases among them) come before the
+// chart's objects and the post hooks after them, each annotated with
+// HelmHookAnnotation, which puts them in apply waves of their own; their
+// helm.sh/hook-weight and helm.sh/hook-delete-policy annotations are
+// kept for the apply.
 //
 // It also returns the files of a chart folder of this repository
 // (relative to it), which the render read, and the release it rendered.
@@ -152,12 +153,16 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 		return nil, nil, none, withholdValues(err, secrets)
 	}
 	var objs []*unstructured.Unstructured
-	for _, h := range rendered.Hooks.Pre {
-		objs = append(objs, hook(h, HookPre))
+	for _, h := range rendered.Hooks {
+		if h.Pre {
+			objs = append(objs, hook(h))
+		}
 	}
 	objs = append(objs, rendered.Objects...)
-	for _, h := range rendered.Hooks.Post {
-		objs = append(objs, hook(h, HookPost))
+	for _, h := range rendered.Hooks {
+		if !h.Pre {
+			objs = append(objs, hook(h))
+		}
 	}
 	crds := crdScopes(res.Set.Objects, objs)
 	for _, u := range objs {
@@ -562,8 +567,17 @@ func rootKept(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	return out
 }
 
-// hook marks u as a hook of phase.
-func hook(u *unstructured.Unstructured, phase string) *unstructured.Unstructured {
+// hook is h's object marked with its phases: HookPre, HookPost, or
+// HookPrePost for a hook that runs in both.
+func hook(h helm.Hook) *unstructured.Unstructured {
+	phase := HookPre
+	switch {
+	case h.Pre && h.Post:
+		phase = HookPrePost
+	case h.Post:
+		phase = HookPost
+	}
+	u := h.Object
 	a := u.GetAnnotations()
 	if a == nil {
 		a = map[string]string{}

@@ -50,6 +50,7 @@ func TestSortByWave(t *testing.T) {
 		hookObj(manifest.HookPost, "v1", "ConfigMap", "a", "done"),
 		obj("apps/v1", "Deployment", "b", "web"),
 		hookObj(manifest.HookPre, "batch/v1", "Job", "b", "migrate"),
+		hookObj(manifest.HookPrePost, "batch/v1", "Job", "b", "check"),
 		hookObj(manifest.HookPre, "rbac.authorization.k8s.io/v1", "ClusterRole", "", "migrator"),
 		obj("v1", "ConfigMap", "a", "cfg"),
 		obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "reader"),
@@ -65,7 +66,7 @@ func TestSortByWave(t *testing.T) {
 	want := []string{
 		"CustomResourceDefinition.apiextensions.k8s.io/widgets.example.com",
 		"Namespace/a", "Namespace/b",
-		"ClusterRole.rbac.authorization.k8s.io/migrator", "Job.batch/b/migrate",
+		"ClusterRole.rbac.authorization.k8s.io/migrator", "Job.batch/b/check", "Job.batch/b/migrate",
 		"ClusterRole.rbac.authorization.k8s.io/reader",
 		"ConfigMap/a/cfg", "Deployment.apps/b/web",
 		"ConfigMap/a/done",
@@ -84,5 +85,23 @@ func TestSetYAML(t *testing.T) {
 	want := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: a\n"
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("YAML (-want +got):\n%s", diff)
+	}
+}
+
+func TestHookPhases(t *testing.T) {
+	for _, tc := range []struct {
+		value     string
+		pre, post bool
+	}{
+		{manifest.HookPre, true, false},
+		{manifest.HookPost, false, true},
+		{manifest.HookPrePost, true, true},
+		{"", false, false},
+		{"post,pre", false, false},
+	} {
+		u := hookObj(tc.value, "batch/v1", "Job", "b", "check")
+		if pre, post := manifest.HookPhases(u); pre != tc.pre || post != tc.post {
+			t.Errorf("%q: pre %v post %v, want %v %v", tc.value, pre, post, tc.pre, tc.post)
+		}
 	}
 }
