@@ -41,30 +41,33 @@ const (
 // it followed by the objects its chart renders: the HelmRelease stays, so
 // that ActsOn can leave it out on a cluster without Flux's CRDs. The
 // result's Releases name each release and the chart version it resolved
-// to. A build without HelmReleases, or of a cluster that leaves them to
-// a helm-controller, is returned as it is. The first release that cannot be rendered fails
+// to; origins say, for each object a chart rendered, which release,
+// chart and chart file it came from (for errors). A build without
+// HelmReleases, or of a cluster that leaves them to a helm-controller,
+// is returned as it is. The first release that cannot be rendered fails
 // the target, naming the HelmRelease and its chart.
-func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result) (*render.Result, error) {
+func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result) (*render.Result, map[*unstructured.Unstructured]string, error) {
 	if t.HelmReleases == HelmController || !slices.ContainsFunc(res.Set.Objects, helm.IsRelease) {
-		return res, nil
+		return res, nil, nil
 	}
 	apiVersions := r.clusterAPIVersions(ctx, t, res)
 	out := *res
 	out.Set = manifest.Set{Objects: make([]*unstructured.Unstructured, 0, len(res.Set.Objects))}
 	out.Files = slices.Clone(res.Files)
+	origins := map[*unstructured.Unstructured]string{}
 	for _, o := range res.Set.Objects {
 		out.Set.Objects = append(out.Set.Objects, o)
 		if !helm.IsRelease(o) {
 			continue
 		}
-		objs, files, rel, err := r.renderRelease(ctx, t, res, o, apiVersions)
+		objs, files, rel, err := r.renderRelease(ctx, t, res, o, apiVersions, origins)
 		var skip *skippedRelease
 		if errors.As(err, &skip) {
 			out.Releases = append(out.Releases, render.Release{ID: "HelmRelease/" + o.GetNamespace() + "/" + o.GetName(), Skipped: skip.reason})
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("target %q: %w", t.Name, err)
+			return nil, nil, fmt.Errorf("target %q: %w", t.Name, err)
 		}
 		out.Releases = append(out.Releases, rel)
 		out.Set.Objects = append(out.Set.Objects, objs...)
@@ -72,7 +75,7 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 	}
 	slices.Sort(out.Files)
 	out.Files = slices.Compact(out.Files)
-	return &out, nil
+	return &out, origins, nil
 }
 
 // renderRelease renders the HelmRelease o of t's build res: its chart
@@ -86,8 +89,9 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 // kept for the apply.
 //
 // It also returns the files of a chart folder of this repository
-// (relative to it), which the render read, and the release it rendered.
-func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result, o *unstructured.Unstructured, apiVersions []string) ([]*unstructured.Unstructured, []string, render.Release, error) {
+// (relative to it), which the render read, and the release it rendered;
+// it records in origins where each object came from.
+func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result, o *unstructured.Unstructured, apiVersions []string, origins map[*unstructured.Unstructured]string) ([]*unstructured.Unstructured, []string, render.Release, error) {
 	var none render.Release
 	rel, err := helm.ParseRelease(o)
 	if err != nil {
@@ -152,16 +156,22 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 	if err != nil {
 		return nil, nil, none, withholdValues(err, secrets)
 	}
+	origin := func(u *unstructured.Unstructured, source string) *unstructured.Unstructured {
+		origins[u] = chartOrigin(rel.ID(), rendered, source)
+		return u
+	}
 	var objs []*unstructured.Unstructured
 	for _, h := range rendered.Hooks {
 		if h.Pre {
-			objs = append(objs, hook(h))
+			objs = append(objs, origin(hook(h), h.Source))
 		}
 	}
-	objs = append(objs, rendered.Objects...)
+	for i, u := range rendered.Objects {
+		objs = append(objs, origin(u, rendered.Sources[i]))
+	}
 	for _, h := range rendered.Hooks {
 		if !h.Pre {
-			objs = append(objs, hook(h))
+			objs = append(objs, origin(hook(h), h.Source))
 		}
 	}
 	crds := crdScopes(res.Set.Objects, objs)
