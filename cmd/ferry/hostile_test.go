@@ -52,6 +52,9 @@ type hostileCase struct {
 	args  []string // default: render --repo REPO
 	env   map[string]string
 	want  []string // substrings of stderr
+	// stdout are substrings of stdout: diff reports the error of a
+	// target that fails to render in its report, and exits 2.
+	stdout []string
 	// succeeds marks an input ferry handles (exit 0); every other case
 	// must fail with exit 2.
 	succeeds bool
@@ -219,7 +222,7 @@ func TestHostileInputs(t *testing.T) {
 	for _, hc := range cases {
 		perClass[hc.class]++
 	}
-	for _, class := range []string{"remote", "mask", "output", "exhaust", "sops", "commands", "ferry.yaml", "earlier", "cli"} {
+	for _, class := range []string{"remote", "mask", "output", "exhaust", "sops", "commands", "ferry.yaml", "earlier", "cli", "identity"} {
 		if perClass[class] < 2 {
 			t.Errorf("class %s has %d cases, want more than one", class, perClass[class])
 		}
@@ -284,7 +287,12 @@ func TestHostileInputs(t *testing.T) {
 					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
 				}
 			}
-			if want == exitError && stdout.Len() > 0 && !strings.HasPrefix(args[0], "-") && hc.class != "commands" {
+			for _, w := range hc.stdout {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
+				}
+			}
+			if want == exitError && stdout.Len() > 0 && len(hc.stdout) == 0 && !strings.HasPrefix(args[0], "-") && hc.class != "commands" {
 				t.Errorf("a failed run printed on stdout:\n%s", stdout.String())
 			}
 			for _, stream := range []struct{ name, text string }{{"stdout", stdout.String()}, {"stderr", stderr.String()}} {
