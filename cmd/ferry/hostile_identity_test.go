@@ -127,7 +127,7 @@ func hostileIdentityCases() []hostileCase {
 		{name: "drift of a hook duplicate reads nothing", class: "identity",
 			files: withKubeconfig(identityFiles(map[string]string{"hook.yaml": identityHook("")})),
 			args:  []string{"drift", "--repo", "{{REPO}}", "--kubeconfig", "{{REPO}}/kubeconfig"},
-			want:  []string{"could not be checked or healed: app"}, stdout: hookDuplicate},
+			want:  []string{"could not be checked or healed: app"}, wantOut: hookDuplicate},
 		{name: "pre+post hook is one object", class: "identity", succeeds: true,
 			files: identityFiles(map[string]string{"check.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: check\n  annotations: {helm.sh/hook: \"pre-install,post-install\"}\nspec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: \"busybox:1.36\"}]}}}\n"}),
 			args:  []string{"render", "--repo", "{{REPO}}", "--no-decrypt", "-o", "{{OUT}}"}},
@@ -139,8 +139,8 @@ func hostileIdentityCases() []hostileCase {
 				c.write(t, "charts/web/templates/hook.yaml", identityHook(""))
 				repo.Commit(t, "head")
 			},
-			args:   []string{"diff", "--repo", "{{REPO}}", "--base", "HEAD~1"},
-			want:   []string{"app (render failed at head)"},
-			stdout: hookDuplicate},
+			args:    []string{"diff", "--repo", "{{REPO}}", "--base", "HEAD~1"},
+			want:    []string{"app (render failed at head)"},
+			wantOut: hookDuplicate},
 	}
 }

@@ -52,9 +52,9 @@ type hostileCase struct {
 	args  []string // default: render --repo REPO
 	env   map[string]string
 	want  []string // substrings of stderr
-	// stdout are substrings of stdout: diff reports the error of a
-	// target that fails to render in its report, and exits 2.
-	stdout []string
+	// wantOut are substrings of stdout: a diff's or drift's report, which
+	// names a target that fails to render (and then exits 2).
+	wantOut []string
 	// succeeds marks an input ferry handles (exit 0); every other case
 	// must fail with exit 2.
 	succeeds bool
@@ -287,12 +287,12 @@ func TestHostileInputs(t *testing.T) {
 					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
 				}
 			}
-			for _, w := range hc.stdout {
+			for _, w := range hc.wantOut {
 				if !strings.Contains(stdout.String(), w) {
 					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
 				}
 			}
-			if want == exitError && stdout.Len() > 0 && len(hc.stdout) == 0 && !strings.HasPrefix(args[0], "-") && hc.class != "commands" {
+			if want == exitError && stdout.Len() > 0 && len(hc.wantOut) == 0 && !strings.HasPrefix(args[0], "-") && hc.class != "commands" {
 				t.Errorf("a failed run printed on stdout:\n%s", stdout.String())
 			}
 			for _, stream := range []struct{ name, text string }{{"stdout", stdout.String()}, {"stderr", stderr.String()}} {
