@@ -307,6 +307,7 @@ func hostileCases() []hostileCase {
 	cases = append(cases, hostileReachCases()...)
 	cases = append(cases, hostileMaskCases()...)
 	cases = append(cases, hostileCredsCases()...)
+	cases = append(cases, hostileIdentityCases()...)
 	return cases
 }
 

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // render -o writes below its folder and through no symlink: one committed
@@ -129,4 +131,66 @@ func listFiles(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A chart hook of both pre and post events is one object: render -o
+// writes its file once, holding the hook with both phases (it used to
+// hold only the post copy, written over the pre one).
+func TestRenderOutputHookOfBothPhases(t *testing.T) {
+	r := newTestRepo(t)
+	r.write("ferry.yaml", "targets:\n  - name: app\n    path: app\n")
+	r.write("app/kustomization.yaml", "resources: [release.yaml]\n")
+	r.write("app/release.yaml", `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web, namespace: shop}
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: ./charts/web
+      sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}
+`)
+	r.write("charts/web/Chart.yaml", "apiVersion: v2\nname: web\nversion: 1.2.0\n")
+	r.write("charts/web/templates/check.yaml", `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: check
+  annotations: {helm.sh/hook: "pre-install,post-install"}
+spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: "busybox:1.36"}]}}}
+`)
+	out := t.TempDir()
+	if res := ferry(t, r.vars(), "render", "--repo", r.dir, "-o", out); res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	want := []string{
+		filepath.Join(out, "app"),
+		filepath.Join(out, "app", "helmrelease.helm.toolkit.fluxcd.io_shop_web.yaml"),
+		filepath.Join(out, "app", "job.batch_shop_check.yaml"),
+	}
+	if diff := cmp.Diff(want, listFiles(t, out)); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "app", "job.batch_shop_check.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJob := `apiVersion: batch/v1
+kind: Job
+metadata:
+  annotations:
+    ferry.dev/helm-hook: pre,post
+    helm.sh/hook: pre-install,post-install
+  name: check
+  namespace: shop
+spec:
+  template:
+    spec:
+      containers:
+      - image: busybox:1.36
+        name: c
+      restartPolicy: Never
+`
+	if diff := cmp.Diff(wantJob, string(b)); diff != "" {
+		t.Errorf("the hook's file (-want +got):\n%s", diff)
+	}
 }

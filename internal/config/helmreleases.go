@@ -27,45 +27,48 @@ import (
 )
 
 // HelmHookAnnotation marks the hook objects of a rendered HelmRelease
-// with their phase, HookPre or HookPost; kube.Client.Apply applies them
-// in waves of their own (manifest.Wave).
+// with their phases, HookPre, HookPost or HookPrePost; kube.Client.Apply
+// applies them in waves of their own (manifest.Wave).
 const HelmHookAnnotation = manifest.HelmHookAnnotation
 
 // The values of HelmHookAnnotation.
 const (
-	HookPre  = manifest.HookPre
-	HookPost = manifest.HookPost
+	HookPre     = manifest.HookPre
+	HookPost    = manifest.HookPost
+	HookPrePost = manifest.HookPrePost
 )
 
 // expandReleases returns the build res of t with each Flux HelmRelease in
 // it followed by the objects its chart renders: the HelmRelease stays, so
 // that ActsOn can leave it out on a cluster without Flux's CRDs. The
 // result's Releases name each release and the chart version it resolved
-// to. A build
-// without HelmReleases, or of a cluster that leaves them to a
-// helm-controller, is returned as it is. The first release that cannot
-// be rendered fails the target, naming the HelmRelease and its chart.
-func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result) (*render.Result, error) {
+// to; origins say, for each object a chart rendered, which release,
+// chart and chart file it came from (for errors). A build without
+// HelmReleases, or of a cluster that leaves them to a helm-controller,
+// is returned as it is. The first release that cannot be rendered fails
+// the target, naming the HelmRelease and its chart.
+func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result) (*render.Result, map[*unstructured.Unstructured]string, error) {
 	if t.HelmReleases == HelmController || !slices.ContainsFunc(res.Set.Objects, helm.IsRelease) {
-		return res, nil
+		return res, nil, nil
 	}
 	apiVersions := r.clusterAPIVersions(ctx, t, res)
 	out := *res
 	out.Set = manifest.Set{Objects: make([]*unstructured.Unstructured, 0, len(res.Set.Objects))}
 	out.Files = slices.Clone(res.Files)
+	origins := map[*unstructured.Unstructured]string{}
 	for _, o := range res.Set.Objects {
 		out.Set.Objects = append(out.Set.Objects, o)
 		if !helm.IsRelease(o) {
 			continue
 		}
-		objs, files, rel, err := r.renderRelease(ctx, t, res, o, apiVersions)
+		objs, files, rel, err := r.renderRelease(ctx, t, res, o, apiVersions, origins)
 		var skip *skippedRelease
 		if errors.As(err, &skip) {
 			out.Releases = append(out.Releases, render.Release{ID: "HelmRelease/" + o.GetNamespace() + "/" + o.GetName(), Skipped: skip.reason})
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("target %q: %w", t.Name, err)
+			return nil, nil, fmt.Errorf("target %q: %w", t.Name, err)
 		}
 		out.Releases = append(out.Releases, rel)
 		out.Set.Objects = append(out.Set.Objects, objs...)
@@ -73,21 +76,23 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 	}
 	slices.Sort(out.Files)
 	out.Files = slices.Compact(out.Files)
-	return &out, nil
+	return &out, origins, nil
 }
 
 // renderRelease renders the HelmRelease o of t's build res: its chart
 // fetched from its source (found among the cluster's renders), its
 // values composed with valuesFrom looked up there too.
 //
-// The pre hooks come before the chart's objects and the post hooks after
-// them, each annotated with HelmHookAnnotation, which puts them in apply
-// waves of their own; their helm.sh/hook-weight and
-// helm.sh/hook-delete-policy annotations are kept for the apply.
+// The pre hooks (those of both phases among them) come before the
+// chart's objects and the post hooks after them, each annotated with
+// HelmHookAnnotation, which puts them in apply waves of their own; their
+// helm.sh/hook-weight and helm.sh/hook-delete-policy annotations are
+// kept for the apply.
 //
 // It also returns the files of a chart folder of this repository
-// (relative to it), which the render read, and the release it rendered.
-func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result, o *unstructured.Unstructured, apiVersions []string) ([]*unstructured.Unstructured, []string, render.Release, error) {
+// (relative to it), which the render read, and the release it rendered;
+// it records in origins where each object came from.
+func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result, o *unstructured.Unstructured, apiVersions []string, origins map[*unstructured.Unstructured]string) ([]*unstructured.Unstructured, []string, render.Release, error) {
 	var none render.Release
 	rel, err := helm.ParseRelease(o)
 	if err != nil {
@@ -152,13 +157,23 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 	if err != nil {
 		return nil, nil, none, withholdValues(err, secrets)
 	}
-	var objs []*unstructured.Unstructured
-	for _, h := range rendered.Hooks.Pre {
-		objs = append(objs, hook(h, HookPre))
+	origin := func(u *unstructured.Unstructured, source string) *unstructured.Unstructured {
+		origins[u] = chartOrigin(rel.ID(), rendered, source)
+		return u
 	}
-	objs = append(objs, rendered.Objects...)
-	for _, h := range rendered.Hooks.Post {
-		objs = append(objs, hook(h, HookPost))
+	var objs []*unstructured.Unstructured
+	for _, h := range rendered.Hooks {
+		if h.Pre {
+			objs = append(objs, origin(hook(h), h.Source))
+		}
+	}
+	for i, u := range rendered.Objects {
+		objs = append(objs, origin(u, rendered.Sources[i]))
+	}
+	for _, h := range rendered.Hooks {
+		if !h.Pre {
+			objs = append(objs, origin(hook(h), h.Source))
+		}
 	}
 	crds := crdScopes(res.Set.Objects, objs)
 	for _, u := range objs {
@@ -639,8 +654,17 @@ func rootKept(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	return out
 }
 
-// hook marks u as a hook of phase.
-func hook(u *unstructured.Unstructured, phase string) *unstructured.Unstructured {
+// hook is h's object marked with its phases: HookPre, HookPost, or
+// HookPrePost for a hook that runs in both.
+func hook(h helm.Hook) *unstructured.Unstructured {
+	phase := HookPre
+	switch {
+	case h.Pre && h.Post:
+		phase = HookPrePost
+	case h.Post:
+		phase = HookPost
+	}
+	u := h.Object
 	a := u.GetAnnotations()
 	if a == nil {
 		a = map[string]string{}

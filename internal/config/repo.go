@@ -297,7 +297,10 @@ func (r *Repo) spec(t *Target) render.Spec {
 // Render renders a target once and caches the result (or the error):
 // its build, with every Flux HelmRelease in it expanded into the objects
 // of its chart unless the target's cluster leaves HelmReleases to a
-// helm-controller.
+// helm-controller. Each identity is in it once: an object that a chart
+// (or a second release, or the chart itself) defines again fails the
+// target, naming where each came from (checkIdentities). Every command
+// reads a target's objects through Render.
 func (r *Repo) Render(ctx context.Context, t *Target) (*render.Result, error) {
 	if res, ok := r.expanded[t]; ok {
 		return res, nil
@@ -305,9 +308,13 @@ func (r *Repo) Render(ctx context.Context, t *Target) (*render.Result, error) {
 	if err, ok := r.expandErr[t]; ok {
 		return nil, err
 	}
-	res, err := r.build(ctx, t)
+	build, err := r.build(ctx, t)
+	res := build
 	if err == nil {
-		res, err = r.expandReleases(ctx, t, res)
+		var chart map[*unstructured.Unstructured]string
+		if res, chart, err = r.expandReleases(ctx, t, build); err == nil {
+			err = r.checkIdentities(t, res, build, chart)
+		}
 	}
 	if err != nil {
 		r.expandErr[t] = err

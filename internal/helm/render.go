@@ -63,20 +63,30 @@ type Rendered struct {
 	// of its crds/ folders first (unless install.crds is Skip),
 	// post-rendered.
 	Objects []*unstructured.Unstructured
-	// Hooks are the chart's hooks by phase.
-	Hooks Hooks
+	// Sources name the chart file each of Objects was rendered from, by
+	// index, relative to the chart: templates/deployment.yaml,
+	// crds/widgets.yaml, charts/db/templates/db.yaml ("" when Helm did
+	// not say).
+	Sources []string
+	// Hooks are the chart's hooks in Helm's execution order (by weight,
+	// then name). Test hooks, and hooks that only run on delete or
+	// rollback, are left out.
+	Hooks []Hook
 }
 
-// Hooks are a release's hook objects in Helm's execution order (by
-// weight, then name), each with its helm.sh/hook annotations (the
-// hook-delete-policy among them). Test hooks, and hooks that only run on
-// delete or rollback, are left out; a hook on both pre and post events
-// is in both.
-type Hooks struct {
-	// Pre runs before the objects (pre-install, pre-upgrade).
-	Pre []*unstructured.Unstructured
-	// Post runs after them (post-install, post-upgrade).
-	Post []*unstructured.Unstructured
+// Hook is one hook object of a release, with its helm.sh/hook
+// annotations (the hook-delete-policy among them) and the phases it runs
+// in. A hook on both pre and post events is one Hook of both phases, as
+// it is one object that Helm runs twice.
+type Hook struct {
+	Object *unstructured.Unstructured
+	// Pre: it runs before the objects (pre-install, pre-upgrade).
+	Pre bool
+	// Post: it runs after them (post-install, post-upgrade).
+	Post bool
+	// Source is the chart file it was rendered from, as in
+	// Rendered.Sources.
+	Source string
 }
 
 // Render renders release r of the fetched chart f with the values
@@ -134,14 +144,19 @@ func Render(ctx context.Context, r *Release, f *Fetched, values map[string]any, 
 	}
 
 	out := &Rendered{Chart: ch.Name(), Version: ch.Metadata.Version, Name: in.ReleaseName, Namespace: in.Namespace}
-	if out.Objects, err = parseObjects(rel.Manifest); err != nil {
+	objs, err := parseSourced(rel.Manifest)
+	if err != nil {
 		return nil, fmt.Errorf("%s: chart %s: reading rendered objects: %w", r.ID(), chartID, err)
 	}
-	crdsFirst(out.Objects)
+	crdsFirst(objs)
+	for _, o := range objs {
+		out.Objects = append(out.Objects, o.u)
+		out.Sources = append(out.Sources, chartFile(ch.Name(), o.source))
+	}
 	if r.DisableHooks {
 		return out, nil
 	}
-	if out.Hooks, err = hooksOf(rel.Hooks); err != nil {
+	if out.Hooks, err = hooksOf(ch.Name(), rel.Hooks); err != nil {
 		return nil, fmt.Errorf("%s: chart %s: %w", r.ID(), chartID, err)
 	}
 	return out, nil
@@ -149,18 +164,25 @@ func Render(ctx context.Context, r *Release, f *Fetched, values map[string]any, 
 
 // crdsFirst moves CustomResourceDefinitions to the front, keeping the
 // order otherwise.
-func crdsFirst(objs []*unstructured.Unstructured) {
+func crdsFirst(objs []sourced) {
 	sort.SliceStable(objs, func(i, j int) bool {
-		return isCRD(objs[i]) && !isCRD(objs[j])
+		return isCRD(objs[i].u) && !isCRD(objs[j].u)
 	})
+}
+
+// chartFile is a file Helm names by its path in the chart's tree
+// (web/templates/x.yaml) relative to the chart: templates/x.yaml.
+func chartFile(chartName, path string) string {
+	return strings.TrimPrefix(path, chartName+"/")
 }
 
 func isCRD(u *unstructured.Unstructured) bool {
 	return u.GetKind() == "CustomResourceDefinition" && strings.HasPrefix(u.GetAPIVersion(), "apiextensions.k8s.io/")
 }
 
-// hooksOf groups Helm's hooks by phase.
-func hooksOf(hooks []*release.Hook) (Hooks, error) {
+// hooksOf reads Helm's hooks in execution order, each once with the
+// phases it runs in.
+func hooksOf(chartName string, hooks []*release.Hook) ([]Hook, error) {
 	sorted := slices.Clone(hooks)
 	sort.SliceStable(sorted, func(i, j int) bool {
 		if sorted[i].Weight != sorted[j].Weight {
@@ -168,7 +190,7 @@ func hooksOf(hooks []*release.Hook) (Hooks, error) {
 		}
 		return sorted[i].Name < sorted[j].Name
 	})
-	var out Hooks
+	var out []Hook
 	for _, h := range sorted {
 		pre := slices.Contains(h.Events, release.HookPreInstall) || slices.Contains(h.Events, release.HookPreUpgrade)
 		post := slices.Contains(h.Events, release.HookPostInstall) || slices.Contains(h.Events, release.HookPostUpgrade)
@@ -177,50 +199,74 @@ func hooksOf(hooks []*release.Hook) (Hooks, error) {
 		}
 		objs, err := parseObjects(h.Manifest)
 		if err != nil {
-			return Hooks{}, fmt.Errorf("reading hook %s: %w", h.Path, err)
+			return nil, fmt.Errorf("reading hook %s: %w", h.Path, err)
 		}
-		if pre {
-			out.Pre = append(out.Pre, objs...)
-		}
-		if post {
-			out.Post = append(out.Post, deepCopies(objs)...)
+		for _, o := range objs {
+			out = append(out, Hook{Object: o, Pre: pre, Post: post, Source: chartFile(chartName, h.Path)})
 		}
 	}
 	return out, nil
 }
 
-func deepCopies(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-	out := make([]*unstructured.Unstructured, len(objs))
-	for i, o := range objs {
-		out[i] = o.DeepCopy()
-	}
-	return out
+// sourced is a rendered object and the chart file Helm says it came
+// from.
+type sourced struct {
+	u      *unstructured.Unstructured
+	source string
+}
+
+// sourceComment starts the line by which Helm names the template a
+// document of a release's manifest was rendered from.
+const sourceComment = "# Source: "
+
+// parseSourced reads a release's manifest, each object with the file
+// its document's "# Source:" line names.
+func parseSourced(stream string) ([]sourced, error) {
+	var out []sourced
+	err := eachObject(stream, func(doc []byte, u *unstructured.Unstructured) {
+		source := ""
+		for line := range strings.SplitSeq(string(doc), "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), sourceComment); ok {
+				source = strings.TrimSpace(rest)
+				break
+			}
+		}
+		out = append(out, sourced{u: u, source: source})
+	})
+	return out, err
 }
 
 // parseObjects reads a YAML stream of objects, skipping empty documents.
 func parseObjects(stream string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
+	err := eachObject(stream, func(_ []byte, u *unstructured.Unstructured) { out = append(out, u) })
+	return out, err
+}
+
+// eachObject calls fn with each document of a YAML stream that holds an
+// object, and the object, skipping empty documents.
+func eachObject(stream string, fn func(doc []byte, u *unstructured.Unstructured)) error {
 	rd := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(stream)))
 	for {
 		doc, err := rd.Read()
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		j, err := yaml.YAMLToJSON(doc)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if t := bytes.TrimSpace(j); bytes.Equal(t, []byte("null")) || bytes.Equal(t, []byte("{}")) {
 			continue
 		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(j); err != nil {
-			return nil, fmt.Errorf("%w:\n%s", err, bytes.TrimSpace(doc))
+			return fmt.Errorf("%w:\n%s", err, bytes.TrimSpace(doc))
 		}
-		out = append(out, u)
+		fn(doc, u)
 	}
 }
 

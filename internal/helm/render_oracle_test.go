@@ -65,8 +65,8 @@ values:
 // `helm template` of Helm v4.3.2 (release name, namespace, the composed
 // values as a values file, --include-crds as install.crds implies, the
 // same capabilities) and compares the two as sets of objects: ferry's
-// objects and its pre and post hooks against helm's output without test
-// hooks.
+// objects and its hooks (each once, whatever its phases) against helm's
+// output without test hooks.
 func TestRenderMatchesHelmTemplate(t *testing.T) {
 	bin := testbin.Tool(t, "helm", "tools")
 	charts := helm.NewLoadedCharts()
@@ -85,7 +85,10 @@ func TestRenderMatchesHelmTemplate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			objs := append(append(append([]*unstructured.Unstructured{}, got.Objects...), got.Hooks.Pre...), got.Hooks.Post...)
+			objs := append([]*unstructured.Unstructured{}, got.Objects...)
+			for _, h := range got.Hooks {
+				objs = append(objs, h.Object)
+			}
 			want := helmTemplate(t, bin, r, dir, values, opts)
 			if len(want) == 0 {
 				t.Fatal("helm template rendered nothing")

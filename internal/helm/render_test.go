@@ -62,29 +62,63 @@ targetNamespace: prod`)
 	}
 }
 
-// TestRenderHooks: pre and post hooks apart from the objects, in
-// weight order, their annotations kept, test hooks left out.
+// hookPhases lists hooks as Kind/name, the phases each runs in, and the
+// chart file it came from.
+func hookPhases(hooks []helm.Hook) []string {
+	var out []string
+	for _, h := range hooks {
+		phases := []string{}
+		if h.Pre {
+			phases = append(phases, "pre")
+		}
+		if h.Post {
+			phases = append(phases, "post")
+		}
+		out = append(out, h.Object.GetKind()+"/"+h.Object.GetName()+" "+strings.Join(phases, ",")+" "+h.Source)
+	}
+	return out
+}
+
+// hookObject finds a hook by kind and name.
+func hookObject(t *testing.T, hooks []helm.Hook, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	for _, h := range hooks {
+		objs = append(objs, h.Object)
+	}
+	return find(t, objs, kind, name)
+}
+
+// TestRenderHooks: hooks apart from the objects, in weight order, each
+// once with its phases (a hook of both pre and post events is one hook
+// of both phases) and the chart file it came from, their annotations
+// kept, test hooks left out.
 func TestRenderHooks(t *testing.T) {
 	t.Parallel()
 	r := parseRelease(t, "app", "apps", `chart: {spec: {chart: hooks, sourceRef: {kind: GitRepository, name: fleet}}}`)
 	got := render(t, r, &helm.Fetched{Dir: chartDir(t, "hooks")}, helm.RenderOptions{})
 	for name, tc := range map[string]struct{ want, got []string }{
 		"objects": {[]string{"Deployment/app"}, names(got.Objects)},
-		"pre":     {[]string{"ConfigMap/app-schema", "Job/app-migrate"}, names(got.Hooks.Pre)},
-		"post":    {[]string{"Job/app-notify"}, names(got.Hooks.Post)},
+		"sources": {[]string{"templates/deployment.yaml"}, got.Sources},
+		"hooks": {[]string{
+			"ConfigMap/app-schema pre templates/migrate.yaml",
+			"Job/app-migrate pre templates/migrate.yaml",
+			"ConfigMap/app-lock pre,post templates/lock.yaml",
+			"Job/app-notify post templates/notify.yaml",
+		}, hookPhases(got.Hooks)},
 	} {
 		if diff := cmp.Diff(tc.want, tc.got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
 	}
-	migrate := find(t, got.Hooks.Pre, "Job", "app-migrate")
+	migrate := hookObject(t, got.Hooks, "Job", "app-migrate")
 	if p := migrate.GetAnnotations()["helm.sh/hook-delete-policy"]; p != "before-hook-creation,hook-succeeded" {
 		t.Errorf("hook-delete-policy %q", p)
 	}
 
 	r.DisableHooks = true
-	if got := render(t, r, &helm.Fetched{Dir: chartDir(t, "hooks")}, helm.RenderOptions{}); len(got.Hooks.Pre)+len(got.Hooks.Post) != 0 {
-		t.Errorf("install.disableHooks: hooks %v %v", names(got.Hooks.Pre), names(got.Hooks.Post))
+	if got := render(t, r, &helm.Fetched{Dir: chartDir(t, "hooks")}, helm.RenderOptions{}); len(got.Hooks) != 0 {
+		t.Errorf("install.disableHooks: hooks %v", hookPhases(got.Hooks))
 	}
 }
 
@@ -142,14 +176,14 @@ postRenderers:
 	if want := "registry.example.com/app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"; image != want {
 		t.Errorf("image %v, want %s", image, want)
 	}
-	migrate := find(t, got.Hooks.Pre, "Job", "app-migrate")
+	migrate := hookObject(t, got.Hooks, "Job", "app-migrate")
 	if image := container(migrate)["image"]; image != "ghcr.io/example/app:1.0.0" {
 		t.Errorf("hook image %v: post-renderers changed a hook", image)
 	}
 
 	r.PostRenderStrategy = helm.PostRenderCombined
 	got = render(t, r, &helm.Fetched{Dir: chartDir(t, "hooks")}, helm.RenderOptions{})
-	migrate = find(t, got.Hooks.Pre, "Job", "app-migrate")
+	migrate = hookObject(t, got.Hooks, "Job", "app-migrate")
 	if image := container(migrate)["image"]; !strings.HasPrefix(image.(string), "registry.example.com/app@") {
 		t.Errorf("postRenderStrategy combined: hook image %v", image)
 	}

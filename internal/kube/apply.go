@@ -127,7 +127,9 @@ type object struct {
 // that is to be applied again and creates it anew; with Wait,
 // hook-succeeded and hook-failed delete it after it ran. Without Wait,
 // hooks are applied in order but not awaited, and only
-// before-hook-creation applies.
+// before-hook-creation applies. A hook of both phases (HookPrePost) is
+// applied with the pre hooks and again with the post hooks, as Helm runs
+// it on both events.
 func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) (cs *ChangeSet, err error) {
 	opts = withDefaults(opts)
 	cs = &ChangeSet{Target: opts.Target, Revision: opts.Revision, DryRun: opts.DryRun}
@@ -806,12 +808,18 @@ func summarize(errs []error, notStarted int, cause error, host string) error {
 // hooks). A step's objects not yet dry-run (their Namespace or CRD came
 // with this run) are dry-run first, and a failure stops before the step
 // writes anything. A step of CRDs is awaited until they are Established;
-// with Wait, a step of hooks until they ran (see finishHooks).
+// with Wait, a step of hooks until they ran (see finishHooks). The post
+// hook wave also holds the hooks of both phases, applied a second time:
+// replaced when their delete policy says so and they are still there.
 func (c *Client) applyWaves(ctx context.Context, toApply []*object, opts ApplyOptions, cs *ChangeSet, records map[string]Record, from, to int) error {
 	for wave := from; wave <= to; wave++ {
 		var objs []*object
 		for _, o := range toApply {
-			if o.wave == wave {
+			switch {
+			case o.wave == wave:
+				objs = append(objs, o)
+			case wave == manifest.WavePostHooks && o.hook.again:
+				o.replace = o.replaces()
 				objs = append(objs, o)
 			}
 		}
@@ -867,6 +875,9 @@ func (c *Client) applyStep(ctx context.Context, objs []*object, opts ApplyOption
 		cs.Changes = append(cs.Changes, change)
 		records[o.key] = Record{Config: o.config, Fields: ownedFieldsHash(res)}
 		mu.Unlock()
+		if o.hook.again {
+			o.live = res // what its second phase finds
+		}
 		return nil
 	})
 	if err != nil {

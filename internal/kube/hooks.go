@@ -43,19 +43,23 @@ const (
 
 // hook is what Apply reads of a hook object's annotations.
 type hook struct {
-	phase    string // manifest.HookPre or manifest.HookPost; "" for other objects
+	phase string // manifest.HookPre, HookPost or HookPrePost; "" for other objects
+	// again marks a hook of both phases: applied with the pre hooks, and
+	// again with the post hooks, as Helm runs it on both events.
+	again    bool
 	weight   int
 	policies map[string]bool
 }
 
-// hookOf reads u's hook phase, weight and delete policies. A weight that
+// hookOf reads u's hook phases, weight and delete policies. A weight that
 // is not an integer counts as 0, as Helm counts it.
 func hookOf(u *unstructured.Unstructured) hook {
-	a := u.GetAnnotations()
-	h := hook{phase: a[manifest.HelmHookAnnotation]}
-	if h.phase == "" {
-		return h
+	pre, post := manifest.HookPhases(u)
+	if !pre && !post {
+		return hook{}
 	}
+	a := u.GetAnnotations()
+	h := hook{phase: a[manifest.HelmHookAnnotation], again: pre && post}
 	h.weight, _ = strconv.Atoi(strings.TrimSpace(a[AnnotationHookWeight]))
 	h.policies = map[string]bool{}
 	for p := range strings.SplitSeq(a[AnnotationHookDeletePolicy], ",") {
@@ -70,7 +74,8 @@ func hookOf(u *unstructured.Unstructured) hook {
 }
 
 // replaces reports a hook that before-hook-creation deletes before it is
-// applied again: one that is live. A hook CRD or Namespace is never
+// applied again: one that is live (for the second phase of a hook of
+// both, live since its first). A hook CRD or Namespace is never
 // deleted (it would take every object it holds with it); it is applied
 // in place like any object.
 func (o *object) replaces() bool {
@@ -259,6 +264,7 @@ func (c *Client) finishHooks(ctx context.Context, objs []*object, opts ApplyOpti
 			errs = append(errs, err)
 			return
 		}
+		o.live = nil
 		cs.Changes = append(cs.Changes, Change{Object: o.id, Action: Deleted, Reason: "hook-delete-policy " + policy})
 		if policy == HookSucceeded {
 			records[o.key] = Record{Config: o.config, Deleted: true}

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/manifest"
@@ -272,6 +273,67 @@ func TestHookWaitDeletePolicies(t *testing.T) {
 	for _, lo := range cmpr.Objects {
 		if lo.ID.Kind == "Job" && (!lo.HookDeleted || !lo.Unchanged || lo.Live != nil) {
 			t.Errorf("compare %s: HookDeleted %v Unchanged %v live %v, want a hook deleted by its policy, unchanged", lo.ID, lo.HookDeleted, lo.Unchanged, lo.Live != nil)
+		}
+	}
+}
+
+// TestHookBothPhases: a hook of both phases (helm.sh/hook:
+// pre-install,post-install) is one object that runs twice, as Helm runs
+// it: before the chart's objects, and after them created anew (Helm's
+// default delete policy replaces it). The same configuration again runs
+// neither phase.
+func TestHookBothPhases(t *testing.T) {
+	f := newFixture(t)
+	opts := f.opts()
+	opts.Wait = true
+	check := strings.Replace(hookJob("check", "pre", "", 0, "check:1"), "ferry.dev/helm-hook: pre", "ferry.dev/helm-hook: pre,post", 1)
+	check = strings.Replace(check, "helm.sh/hook: pre-install", "helm.sh/hook: pre-install,post-install", 1)
+	objs := f.objects(configMap("app", "1"), check)
+
+	// Stand in for the Job controller: complete each run of the hook, and
+	// look at what exists meanwhile.
+	seen := make(chan string, 1)
+	go func() {
+		var log []string
+		defer func() { seen <- strings.Join(log, "; ") }()
+		var last types.UID
+		for run := range 2 {
+			var uid types.UID
+			if !f.await(fmt.Sprintf("run %d of Job check", run+1), func() bool {
+				j, err := f.cs.BatchV1().Jobs(f.ns).Get(context.Background(), "check", metav1.GetOptions{})
+				if err == nil {
+					uid = j.UID
+				}
+				return err == nil && uid != last
+			}) {
+				return
+			}
+			last = uid
+			log = append(log, fmt.Sprintf("run %d: app=%v", run+1, f.exists("ConfigMap", "app")))
+			if err := f.finishJob("check", false); err != nil {
+				t.Errorf("completing Job check: %v", err)
+				return
+			}
+		}
+	}()
+	cs, err := f.client.Apply(context.Background(), objs, opts)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if got, want := <-seen, "run 1: app=false; run 2: app=true"; got != want {
+		t.Errorf("while the hook ran:\n got %s\nwant %s", got, want)
+	}
+	ns := f.ns
+	want := []string{"created ConfigMap/" + ns + "/app", "created Job.batch/" + ns + "/check", "replaced Job.batch/" + ns + "/check"}
+	if diff := cmp.Diff(want, actions(cs)); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+
+	// The same configuration again: the hook ran, neither phase runs again.
+	cs = f.apply(objs, opts)
+	for _, c := range cs.Changes {
+		if c.Action != kube.Unchanged {
+			t.Errorf("re-apply: %s %s", c.Action, c.Object)
 		}
 	}
 }

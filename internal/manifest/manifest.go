@@ -106,15 +106,33 @@ func FileName(u *unstructured.Unstructured) string {
 }
 
 // HelmHookAnnotation marks the hook objects of a rendered HelmRelease
-// with their phase, HookPre or HookPost: they are applied in waves of
-// their own (see Wave).
+// with their phases, HookPre, HookPost or HookPrePost: they are applied
+// in waves of their own (see Wave).
 const HelmHookAnnotation = "ferry.dev/helm-hook"
 
-// The values of HelmHookAnnotation.
+// The values of HelmHookAnnotation. A hook on both pre and post events
+// (helm.sh/hook: pre-install,post-install) is one object, HookPrePost,
+// that runs in both phases as Helm runs it: before the release's other
+// objects, and again after them.
 const (
-	HookPre  = "pre"
-	HookPost = "post"
+	HookPre     = "pre"
+	HookPost    = "post"
+	HookPrePost = "pre,post"
 )
+
+// HookPhases reports the phases the hook u runs in, from its
+// HelmHookAnnotation: neither for an object that is not a hook.
+func HookPhases(u *unstructured.Unstructured) (pre, post bool) {
+	switch u.GetAnnotations()[HelmHookAnnotation] {
+	case HookPre:
+		return true, false
+	case HookPost:
+		return false, true
+	case HookPrePost:
+		return true, true
+	}
+	return false, false
+}
 
 // The apply waves, in the order they are applied. Pre hooks come after
 // the CRDs and Namespaces they may need and before every other object of
@@ -142,14 +160,15 @@ func Sort(objs []*unstructured.Unstructured) {
 	})
 }
 
-// Wave is the apply wave of an object: a hook's phase decides it
+// Wave is the apply wave of an object: a hook's first phase decides it
 // (WavePreHooks, WavePostHooks), whatever its kind; other objects go by
-// KindWave.
+// KindWave. A hook of both phases is in WavePreHooks, and is applied
+// again after the other waves.
 func Wave(u *unstructured.Unstructured) int {
-	switch u.GetAnnotations()[HelmHookAnnotation] {
-	case HookPre:
+	switch pre, post := HookPhases(u); {
+	case pre:
 		return WavePreHooks
-	case HookPost:
+	case post:
 		return WavePostHooks
 	}
 	return KindWave(u)
