@@ -1,12 +1,10 @@
 package main
 
 import (
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/ferry-ci/ferry/internal/gittest"
@@ -19,34 +17,8 @@ import (
 // which Providers hear of it are the base's to decide. These tests make
 // a base, then a head that tries to widen each, and diff the two.
 
-// listener counts the connections made to it (a host only the head
-// names) and answers nothing.
-type listener struct {
-	ln    net.Listener
-	conns atomic.Int64
-}
-
-func newListener(t *testing.T) *listener {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &listener{ln: ln}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			l.conns.Add(1)
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() { ln.Close() })
-	return l
-}
-
-func (l *listener) url() string { return "http://" + l.ln.Addr().String() }
+// url is the trap's address as an http URL.
+func (tr *trap) url() string { return "http://" + tr.ln.Addr().String() }
 
 // TestDiffNotifyBaseProviders: diff --notify sends through the base's
 // Providers and Alerts. A head that points the Provider elsewhere and
@@ -199,7 +171,7 @@ func TestDiffNewChartSources(t *testing.T) {
 	charts.Add(t, testtree.New(t, helmtest.WebChart("")), "1.0.0")
 	other := helmtest.NewRepo(t, helmtest.RepoOptions{})
 	other.Add(t, testtree.New(t, helmtest.WebChart("")), "1.0.0")
-	trap := newListener(t)
+	trap := newTrap(t)
 	creds := map[string]string{"FERRY_SECRET_CREDS_USERNAME": "u", "FERRY_SECRET_CREDS_PASSWORD": "chart-pw-6a1f"}
 	otherHost := strings.TrimPrefix(other.URL, "http://")
 
@@ -232,7 +204,7 @@ func TestDiffNewChartSources(t *testing.T) {
 			if res.code != 0 {
 				t.Fatalf("exit %d:\n%s", res.code, res.stderr)
 			}
-			if n := trap.conns.Load(); n > 0 {
+			if n := trap.count.Load(); n > 0 {
 				t.Errorf("%d connections to the host only the head names", n)
 			}
 			if tc.skipped != "" && !strings.Contains(res.stdout, tc.skipped) {
@@ -256,7 +228,7 @@ func TestDiffNewChartSources(t *testing.T) {
 // --live the base's access is used, here none, so the step's own
 // --kubeconfig is the one tried.
 func TestDiffLiveClusterAccessFromBase(t *testing.T) {
-	trap := newListener(t)
+	trap := newTrap(t)
 	dir := t.TempDir()
 	r := gittest.Init(t, dir)
 	r.Write(t, "ferry.yaml", "targets:\n  - {name: app, path: app}\n")
@@ -269,7 +241,7 @@ func TestDiffLiveClusterAccessFromBase(t *testing.T) {
 	h := r.Commit(t, "head: a kubeconfig of its own")
 	missing := filepath.Join(t.TempDir(), "step.kubeconfig")
 	res := ferry(t, nil, "diff", "--repo", dir, "--base", b, "--head", h, "--live", "--kubeconfig", missing, "--format", "json")
-	if n := trap.conns.Load(); n > 0 {
+	if n := trap.count.Load(); n > 0 {
 		t.Errorf("%d connections to the server of the head's kubeconfig", n)
 	}
 	if !strings.Contains(res.stdout+res.stderr, missing) {
