@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ferry-ci/ferry/internal/markdown"
 	"github.com/ferry-ci/ferry/internal/render"
 )
 
@@ -213,5 +214,22 @@ func TestReleases(t *testing.T) {
 	md := Markdown(r)
 	if len(md) < 2 || !strings.Contains(md[1], "- `HelmRelease/apps/podinfo`: chart `podinfo 6.5.0 -> 6.6.0`") || !strings.Contains(md[1], "- `HelmRelease/apps/gone` removed: chart `web 1.0.0`") {
 		t.Errorf("markdown target section lacks the releases:\n%s", strings.Join(md, "\n"))
+	}
+
+	// A release not rendered says why, in both renderers: the reason as
+	// render gave it, once prefixed "not rendered".
+	const why = "not rendered: chart ./web: source Bucket/flux-system/v is an artifact"
+	if !strings.Contains(text.String(), "  HelmRelease/apps/unmapped: web 1.0.0 -> (not rendered)\n    "+why+"\n") {
+		t.Errorf("text report lacks why the release is not rendered:\n%s", text.String())
+	}
+	if len(md) < 2 || !strings.Contains(md[1], "- `HelmRelease/apps/unmapped`: chart `web 1.0.0 -> (not rendered)`\n  - "+markdown.Text(why)) {
+		t.Errorf("markdown lacks why the release is not rendered:\n%s", strings.Join(md, "\n"))
+	}
+	trusted := ReleaseChange{ID: "HelmRelease/apps/evil", Action: Added, Head: &render.Release{Skipped: "not rendered: new chart source http://h:1 (allow it)"}}
+	if got, want := trusted.NotRendered(), "not rendered: new chart source http://h:1 (allow it)"; got != want {
+		t.Errorf("NotRendered() = %q, want %q", got, want)
+	}
+	if got := Releases(base, head)[0].NotRendered(); got != "" {
+		t.Errorf("a rendered release: NotRendered() = %q, want none", got)
 	}
 }

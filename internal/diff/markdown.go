@@ -66,6 +66,9 @@ func Markdown(r *Report) []string {
 				what = " " + string(rc.Action)
 			}
 			fmt.Fprintf(&h, "\n- %s%s: chart %s", markdown.Code(rc.ID), what, markdown.Code(rc.Charts()))
+			if why := rc.NotRendered(); why != "" {
+				fmt.Fprintf(&h, "\n  - %s", markdown.Text(why))
+			}
 		}
 		for _, id := range t.NotCompared {
 			fmt.Fprintf(&h, "\n- %s: encrypted, not compared (no key)", markdown.Code(id.String()))

@@ -8,6 +8,7 @@ package diff
 import (
 	"regexp"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -117,6 +118,23 @@ func (c ReleaseChange) Charts() string {
 	default:
 		return chartOf(c.Base) + " -> " + chartOf(c.Head)
 	}
+}
+
+// NotRendered says why ferry did not render the release's chart at head
+// (or, when head did, at base), as "not rendered: <reason>"; "" when
+// both sides were rendered. A reviewer must see why part of the change
+// is missing from the diff (a chart source the base does not trust).
+func (c ReleaseChange) NotRendered() string {
+	for _, r := range []*render.Release{c.Head, c.Base} {
+		if r == nil || r.Skipped == "" {
+			continue
+		}
+		if strings.HasPrefix(r.Skipped, "not rendered") {
+			return r.Skipped
+		}
+		return "not rendered: " + r.Skipped
+	}
+	return ""
 }
 
 // chartOf is "web 1.1.0", or "(not rendered)" for a release ferry

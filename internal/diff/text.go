@@ -39,6 +39,9 @@ func Text(w io.Writer, r *Report, color bool) error {
 			paint(bold, "target "+t.Name), t.Why, t.Counts.Added, t.Counts.Changed, t.Counts.Removed, t.Counts.Unchanged)
 		for _, rc := range t.Releases {
 			fmt.Fprintf(&b, "  %s: %s\n", rc.label(), rc.Charts())
+			if why := rc.NotRendered(); why != "" {
+				fmt.Fprintf(&b, "    %s\n", why)
+			}
 		}
 		if t.Error != "" {
 			b.WriteString(paint(red, "  fails to render at "+t.Side+": "+t.Error) + "\n")

@@ -254,6 +254,12 @@ type Job struct {
 	// Actions serves uses: owner/repo@ref from a folder (act's
 	// --local-repository), as "owner/repo@ref" -> folder.
 	Actions map[string]string
+	// ShowSecrets turns act's masking off (--insecure-secrets): the log
+	// is what the steps printed, the values of Secrets included, so a
+	// test can see whether a step wrote a secret that a runner's masking
+	// would hide. The values of ::add-mask:: commands are still not
+	// printed (act prints "***" for the command itself).
+	ShowSecrets bool
 }
 
 // Result is what a run left behind.
@@ -306,6 +312,9 @@ func (r *Runner) Run(t testing.TB, job Job) Result {
 	}
 	if job.ServerHost != "" {
 		args = append(args, "--github-instance", job.ServerHost)
+	}
+	if job.ShowSecrets {
+		args = append(args, "--insecure-secrets")
 	}
 	refs := make([]string, 0, len(job.Actions))
 	for ref := range job.Actions {
