@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -182,13 +184,16 @@ func TestDiffNewChartSources(t *testing.T) {
 		vars      map[string]string
 		skipped   string // the release the report says is not rendered, with the URL
 		fetched   bool   // whether other was fetched from
+		// unrendered is an object of the base's release the head
+		// cannot render, left out of the comparison.
+		unrendered string
 	}{
 		{name: "a new source", head: map[string]string{
 			"apps/evil.yaml": chartRepo("evil", trap.url(), "") + "---\n" + webRelease("evil", "evil")},
 			skipped: "not rendered: new chart source " + trap.url()},
 		{name: "a source whose URL the head changed", head: map[string]string{
 			"apps/charts.yaml": chartRepo("charts", trap.url(), "")},
-			skipped: "not rendered: new chart source " + trap.url()},
+			skipped: "not rendered: new chart source " + trap.url(), unrendered: "Deployment/shop/web"},
 		{name: "a new source on an allowed host gets no credentials", ferryYAML: "network:\n  allowHosts: [\"" + otherHost + "\"]\n",
 			head: map[string]string{"apps/other.yaml": chartRepo("other", other.URL, "creds") + "---\n" + webRelease("other", "other")},
 			vars: creds, fetched: true},
@@ -209,6 +214,37 @@ func TestDiffNewChartSources(t *testing.T) {
 			}
 			if tc.skipped != "" && !strings.Contains(res.stdout, tc.skipped) {
 				t.Errorf("the report lacks %q:\n%s", tc.skipped, res.stdout)
+			}
+			// The objects of a release the head could not render are
+			// left out, never "removed" (and pruned).
+			var report struct {
+				Targets []struct {
+					Objects []struct {
+						ID     struct{ Kind, Namespace, Name string }
+						Action string
+					}
+					Unrendered []struct{ Kind, Namespace, Name string }
+				}
+			}
+			if err := json.Unmarshal([]byte(res.stdout), &report); err != nil {
+				t.Fatalf("the report is not JSON: %v", err)
+			}
+			var removed, unrendered []string
+			for _, rt := range report.Targets {
+				for _, o := range rt.Objects {
+					if o.Action == "removed" {
+						removed = append(removed, o.ID.Kind+"/"+o.ID.Namespace+"/"+o.ID.Name)
+					}
+				}
+				for _, id := range rt.Unrendered {
+					unrendered = append(unrendered, id.Kind+"/"+id.Namespace+"/"+id.Name)
+				}
+			}
+			if len(removed) > 0 {
+				t.Errorf("objects reported removed: %q", removed)
+			}
+			if tc.unrendered != "" && !slices.Contains(unrendered, tc.unrendered) {
+				t.Errorf("not compared: %q, want %s among them", unrendered, tc.unrendered)
 			}
 			if fetched := other.Requests("/index.yaml") > before; fetched != tc.fetched {
 				t.Errorf("fetched from the allowed host: %v, want %v", fetched, tc.fetched)

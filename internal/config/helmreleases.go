@@ -70,6 +70,9 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 		if err != nil {
 			return nil, nil, fmt.Errorf("target %q: %w", t.Name, err)
 		}
+		for _, o := range objs {
+			rel.Objects = append(rel.Objects, manifest.IDOf(o))
+		}
 		out.Releases = append(out.Releases, rel)
 		out.Set.Objects = append(out.Set.Objects, objs...)
 		out.Files = append(out.Files, files...)

@@ -73,6 +73,9 @@ func Markdown(r *Report) []string {
 		for _, id := range t.NotCompared {
 			fmt.Fprintf(&h, "\n- %s: encrypted, not compared (no key)", markdown.Code(id.String()))
 		}
+		for _, id := range t.Unrendered {
+			fmt.Fprintf(&h, "\n- %s: its chart is not rendered at one revision, not compared", markdown.Code(id.String()))
+		}
 		for _, ef := range t.Encrypted {
 			fmt.Fprintf(&h, "\n- encrypted file %s changed (no key; keys from SOPS metadata)%s", markdown.Code(ef.Path), keyList(ef.Added, ef.Removed, ef.Changed, "re-encrypted"))
 		}

@@ -85,6 +85,10 @@ type Target struct {
 	Encrypted []EncryptedFile `json:"encrypted,omitempty"`
 	// NotCompared lists encrypted Secrets left out for lack of a key.
 	NotCompared []manifest.ID `json:"notCompared,omitempty"`
+	// Unrendered lists the objects of a release that one revision
+	// renders and the other does not (its chart source is not trusted
+	// there): they are left out of the comparison, not shown as removed.
+	Unrendered []manifest.ID `json:"unrendered,omitempty"`
 	// Live compares the head render with the cluster (--live); LiveError
 	// says why that comparison could not be made.
 	Live       []Object `json:"live,omitempty"`

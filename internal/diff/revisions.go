@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -365,10 +366,17 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 		}
 		if t.Error == "" {
 			var bo, ho = objects(base), objects(head)
+			// A release one side could not render (a chart source the
+			// base does not trust) has no objects there: its objects on
+			// the other side are not compared, rather than shown as
+			// added, or removed and pruned.
+			var unrendered []manifest.ID
+			bo, ho, unrendered = leaveOutUnrendered(base, head, bo, ho)
 			t.Objects = Sets(bo, ho, t.Prune && a.head != nil, mask)
 			t.Counts = count(t.Objects)
 			t.Releases = Releases(releases(base), releases(head))
 			t.NotCompared = omitted(base, head)
+			t.Unrendered = unrendered
 			if opts.Render.NoDecrypt {
 				t.Encrypted = encryptedChanges(p.base.Root, p.head.Root, base, head, p.Changed)
 			}
@@ -399,6 +407,37 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 		opts.OnRevisions(ctx, p.base, p.head, r)
 	}
 	return r, nil
+}
+
+// leaveOutUnrendered drops from each side the objects of a release the
+// other side holds but did not render, and returns their identities.
+func leaveOutUnrendered(base, head *render.Result, bo, ho []*unstructured.Unstructured) ([]*unstructured.Unstructured, []*unstructured.Unstructured, []manifest.ID) {
+	drop := map[manifest.ID]bool{}
+	mark := func(from, other *render.Result) {
+		skipped := map[string]bool{}
+		for _, r := range releases(other) {
+			if r.Skipped != "" {
+				skipped[r.ID] = true
+			}
+		}
+		for _, r := range releases(from) {
+			if r.Skipped == "" && skipped[r.ID] {
+				for _, id := range r.Objects {
+					drop[id] = true
+				}
+			}
+		}
+	}
+	mark(base, head)
+	mark(head, base)
+	if len(drop) == 0 {
+		return bo, ho, nil
+	}
+	keep := func(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+		return slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool { return drop[manifest.IDOf(o)] })
+	}
+	ids := slices.SortedFunc(maps.Keys(drop), func(a, b manifest.ID) int { return strings.Compare(a.String(), b.String()) })
+	return keep(bo), keep(ho), ids
 }
 
 func objects(res *render.Result) []*unstructured.Unstructured {

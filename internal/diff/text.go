@@ -49,6 +49,9 @@ func Text(w io.Writer, r *Report, color bool) error {
 		for _, id := range t.NotCompared {
 			fmt.Fprintf(&b, "  %s: encrypted, not compared (no key)\n", id)
 		}
+		for _, id := range t.Unrendered {
+			fmt.Fprintf(&b, "  %s: its chart is not rendered at one revision, not compared\n", id)
+		}
 		for _, ef := range t.Encrypted {
 			fmt.Fprintf(&b, "  encrypted file %s changed (no key; keys from SOPS metadata):%s\n", ef.Path, plainKeys(ef.Added, ef.Removed, ef.Changed, "re-encrypted"))
 		}

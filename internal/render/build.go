@@ -123,6 +123,10 @@ type Release struct {
 	// Skipped says why the release was not rendered (its chart is in a
 	// source ferry does not fetch); the HelmRelease stays an object.
 	Skipped string `json:"skipped,omitempty"`
+	// Objects are the identities of the objects (hooks included) the
+	// chart rendered, so that a diff can leave them out when the other
+	// side could not render the release.
+	Objects []manifest.ID `json:"-"`
 }
 
 // Build renders one target: Flux's generator turns the Kustomization's
