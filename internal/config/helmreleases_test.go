@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/config"
@@ -136,9 +137,10 @@ func TestRenderHelmReleaseFromHelmRepository(t *testing.T) {
 		{ID: "HelmRelease/shop/other", Name: "other", Namespace: "shop", Chart: "web", Version: "1.1.0"},
 		{ID: "HelmRelease/shop/web", Name: "web", Namespace: "shop", Chart: "web", Version: "1.1.0"},
 	}
-	if diff := cmp.Diff(wantReleases, res.Releases); diff != "" {
+	if diff := cmp.Diff(wantReleases, res.Releases, cmpopts.IgnoreFields(render.Release{}, "Objects")); diff != "" {
 		t.Errorf("releases (-want +got):\n%s", diff)
 	}
+	checkReleaseObjects(t, res)
 	if n := charts.Requests("/web-1.1.0.tgz"); n != 1 {
 		t.Errorf("web-1.1.0.tgz fetched %d times, want once for two releases", n)
 	}
@@ -236,9 +238,10 @@ func TestRenderHelmReleaseFromGitRepository(t *testing.T) {
 		}
 	}
 	wantReleases := []render.Release{{ID: "HelmRelease/shop/web", Name: "web-web", Namespace: "web", Chart: "web", Version: "1.0.0"}}
-	if diff := cmp.Diff(wantReleases, res.Releases); diff != "" {
+	if diff := cmp.Diff(wantReleases, res.Releases, cmpopts.IgnoreFields(render.Release{}, "Objects")); diff != "" {
 		t.Errorf("releases (-want +got):\n%s", diff)
 	}
+	checkReleaseObjects(t, res)
 	if !repo.Inputs(apps).Touches([]string{"charts/web/values.yaml"}) {
 		t.Error("Inputs of a target holding a HelmRelease do not include its chart folder")
 	}
@@ -378,5 +381,25 @@ func helmOracle(t *testing.T, objs []*unstructured.Unstructured, name, namespace
 	}
 	if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Deployment" }) {
 		t.Error("no Deployment rendered")
+	}
+}
+
+// checkReleaseObjects: each rendered release lists the objects its chart
+// rendered, and each of them is in the target's render.
+func checkReleaseObjects(t *testing.T, res *render.Result) {
+	t.Helper()
+	have := map[manifest.ID]bool{}
+	for _, o := range res.Set.Objects {
+		have[manifest.IDOf(o)] = true
+	}
+	for _, r := range res.Releases {
+		if r.Skipped == "" && len(r.Objects) == 0 {
+			t.Errorf("%s lists no objects", r.ID)
+		}
+		for _, id := range r.Objects {
+			if !have[id] {
+				t.Errorf("%s lists %s, which the render does not hold", r.ID, id)
+			}
+		}
 	}
 }
