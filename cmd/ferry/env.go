@@ -37,10 +37,19 @@ type env struct {
 	ev        *actions.Event
 	evErr     error
 	eventRead bool
+	// sandbox renders the run's charts in a child process (ferry itself,
+	// helm.SandboxArg); nil renders them in this process (tests that run
+	// the commands in-process).
+	sandbox *helm.Sandbox
 }
 
 func newEnv() *env {
-	return &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, masker: secrets.NewMasker()}
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	return &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, masker: secrets.NewMasker(),
+		sandbox: helm.NewSandbox(exe, helm.SandboxArg)}
 }
 
 // decryptor reads the age identities once, from SOPS_AGE_KEY or the file
@@ -85,6 +94,7 @@ func (e *env) renderOptions(r repoFlags, noDecrypt bool) (render.Options, error)
 		HelmLoaded:       helm.NewLoadedCharts(),
 		InsecureHosts:    r.insecure,
 		ChartCredentials: images.NewEnvCredentials(e.secretEnv),
+		HelmSandbox:      e.sandbox,
 	}
 	if !opts.NoDecrypt {
 		d, err := e.decryptor()

@@ -37,6 +37,9 @@ func runWith(ctx context.Context, args []string, e *env, newRoot func(*env) *cob
 	if e.masker == nil {
 		e.masker = secrets.NewMasker()
 	}
+	// The chart render process ends with the run (it is killed, so a
+	// render stopped by a signal ends at once).
+	defer e.sandbox.Close()
 	// In an Actions step, stderr holds back a line not ended yet (see
 	// actions.go); write it out last.
 	defer func() {

@@ -43,6 +43,9 @@ type File struct {
 	// Notifications declares Flux Providers and Alerts for every cluster,
 	// beside those the clusters' renders hold.
 	Notifications *NotificationsConfig `json:"notifications,omitempty" yaml:"notifications,omitempty"`
+	// Limits are the budgets of untrusted work: chart renders, chart
+	// archives, JSON patches. In diff and plan the base revision's hold.
+	Limits *LimitsConfig `json:"limits,omitempty" yaml:"limits,omitempty"`
 }
 
 // ImagePolicyConfig declares one image policy with the field names of a

@@ -134,6 +134,11 @@ func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) 
 	if err := HelmMode(opts.HelmReleases).Check(); err != nil {
 		return nil, fmt.Errorf("helmReleases: %w", err)
 	}
+	limits := limitsOf(f)
+	if opts.Limits != nil {
+		limits = opts.Limits.Fill()
+	}
+	opts.Limits = &limits
 	r := &Repo{
 		Root:      abs,
 		File:      f,

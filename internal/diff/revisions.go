@@ -226,7 +226,12 @@ func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
 	if p.base, err = config.Load(ctx, bdir, opts.Render); err != nil {
 		return nil, cleanup, fmt.Errorf("base revision %s: %w", shortHash(rv.base), err)
 	}
-	if p.head, err = config.Load(ctx, hdir, opts.Render); err != nil {
+	// The head renders under the base's budgets: a pull request cannot
+	// raise its own.
+	hopts := opts.Render
+	limits := p.base.Limits()
+	hopts.Limits = &limits
+	if p.head, err = config.Load(ctx, hdir, hopts); err != nil {
 		return nil, cleanup, fmt.Errorf("head revision %s: %w", shortHash(rv.head), err)
 	}
 	consider := considered(opts.Targets)

@@ -1,5 +1,7 @@
 package helm
 
+import "github.com/ferry-ci/ferry/internal/budget"
+
 // This file is the contract between the two halves of the package: the
 // chart sources (source*.go, cache*.go) resolve and fetch a chart, and the
 // release side (release*.go, values*.go, render*.go) loads and renders it.
@@ -47,6 +49,9 @@ type ChartSource struct {
 	// (a host named on purpose).
 	Credentials *Credentials
 	Insecure    bool
+	// Limits bound what the chart may unpack to (chartFiles, chartSize);
+	// zero fields are the defaults.
+	Limits budget.Limits
 }
 
 // Fetched is a resolved, fetched chart: its name and version as the

@@ -13,6 +13,8 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-ci/ferry/internal/budget"
 )
 
 // maxIndexSize bounds an index.yaml: the largest public ones (every
@@ -66,7 +68,7 @@ func (s *Sources) fetchHTTP(ctx context.Context, src ChartSource) (*Fetched, err
 	}
 	key := strings.Join([]string{string(HTTPRepository), redact(base), src.Chart, cv.Version}, "\x00")
 	return s.charts.do(ctx, key, nil, func() (*Fetched, error) {
-		f, err := s.download(ctx, u, cv, src.Credentials)
+		f, err := s.download(ctx, u, cv, src.Credentials, src.Limits.Fill())
 		if err != nil {
 			return nil, &FetchError{Chart: src.Chart, Version: cv.Version, Source: redact(base), Err: err}
 		}
@@ -174,7 +176,7 @@ func parseIndex(b []byte) (*repoIndex, error) {
 
 // download fetches the archive of cv, or takes it from the store when the
 // index names its digest and the store holds it.
-func (s *Sources) download(ctx context.Context, base *url.URL, cv *indexedVersion, creds *Credentials) (*Fetched, error) {
+func (s *Sources) download(ctx context.Context, base *url.URL, cv *indexedVersion, creds *Credentials, limits budget.Limits) (*Fetched, error) {
 	want := normalDigest(cv.Digest)
 	b, cached := s.store.archive(want)
 	if !cached {
@@ -202,7 +204,7 @@ func (s *Sources) download(ctx context.Context, base *url.URL, cv *indexedVersio
 			return nil, fmt.Errorf("%w: the index says %s, %s is %s", ErrDigestMismatch, want, redact(at.String()), got)
 		}
 	}
-	return s.fetched(b, digestOf(b), cached)
+	return s.fetched(b, digestOf(b), cached, limits)
 }
 
 // get reads u with basic auth when creds are given, refusing a body

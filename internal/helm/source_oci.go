@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/ferry-ci/ferry/internal/budget"
 )
 
 // The media types of a Helm chart stored in an OCI registry.
@@ -88,7 +90,7 @@ func (s *Sources) fetchOCI(ctx context.Context, src ChartSource) (*Fetched, erro
 	}
 	key := strings.Join([]string{string(OCIRepository), ref.String()}, "\x00")
 	return s.charts.do(ctx, key, nil, func() (*Fetched, error) {
-		f, err := s.pull(ref, src.Credentials, ropts)
+		f, err := s.pull(ref, src.Credentials, ropts, src.Limits.Fill())
 		if err != nil {
 			return nil, fail(version, err)
 		}
@@ -145,7 +147,7 @@ func (s *Sources) tags(ctx context.Context, repo name.Repository, ropts []remote
 
 // pull fetches the manifest of ref and its chart layer, or takes the
 // layer from the store when it holds it.
-func (s *Sources) pull(ref name.Reference, creds *Credentials, ropts []remote.Option) (*Fetched, error) {
+func (s *Sources) pull(ref name.Reference, creds *Credentials, ropts []remote.Option, limits budget.Limits) (*Fetched, error) {
 	repo := ref.Context()
 	desc, err := remote.Get(ref, ropts...)
 	if err != nil {
@@ -191,7 +193,7 @@ func (s *Sources) pull(ref name.Reference, creds *Credentials, ropts []remote.Op
 			return nil, fmt.Errorf("%w: the manifest of %s says %s, its chart layer is %s", ErrDigestMismatch, ref, want, got)
 		}
 	}
-	return s.fetched(b, want, cached)
+	return s.fetched(b, want, cached, limits)
 }
 
 // registryError says what an error of the registry at host means when
