@@ -304,6 +304,7 @@ func hostileCases() []hostileCase {
 		{name: "malformed age key", class: "cli", env: map[string]string{"SOPS_AGE_KEY": "AGE-SECRET-KEY-1NOTAKEY"}, want: []string{"age"}},
 		{name: "repository that does not exist", class: "cli", args: []string{"render", "--repo", "{{CASE}}/nowhere"}, want: []string{"nowhere"}},
 	}
+	cases = append(cases, hostileBudgetCases()...)
 	return cases
 }
 

@@ -76,6 +76,9 @@ func (c *LimitsConfig) UnmarshalYAML(n *yamlv3.Node) error {
 // Limits are the budgets r renders under: those render.Options gave (the
 // base revision's, in a diff), else ferry.yaml's, defaults filled in.
 func (r *Repo) Limits() budget.Limits {
+	if r.opts.Limits == nil {
+		return limitsOf(r.File)
+	}
 	return *r.opts.Limits
 }
 

@@ -6,6 +6,8 @@ import (
 	"encoding/gob"
 	"errors"
 	"io"
+	"math"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
@@ -44,7 +46,11 @@ const memoryPoll = 5 * time.Millisecond
 // (runtime/debug.SetMaxStack: a deeper recursion crashes the process,
 // which the parent reports). It returns the process's exit status.
 func ServeSandbox(in io.Reader, out io.Writer) int {
+	// Go's defaults, not ferry's: no soft memory limit (near one, the
+	// collector runs all the time and a render that goes over crawls
+	// instead of failing; watchMemory collects before it decides).
 	debug.SetGCPercent(100)
+	debug.SetMemoryLimit(math.MaxInt64)
 	dec := gob.NewDecoder(bufio.NewReader(in))
 	w := &sandboxWriter{buf: bufio.NewWriter(out)}
 	w.enc = gob.NewEncoder(w.buf)
@@ -104,7 +110,6 @@ type memoryWatch struct {
 func (s *sandboxServer) serve(req *sandboxRequest) bool {
 	limits := req.Limits.Fill()
 	debug.SetMaxStack(int(limits.TemplateStack))
-	debug.SetMemoryLimit(limits.RenderMemory / 4 * 3)
 	f := req.Chart
 	if len(f.Archive) > 0 && f.Digest != "" {
 		s.archives[f.Digest] = f.Archive
@@ -179,25 +184,33 @@ func (s *sandboxServer) render(req *sandboxRequest, f *Fetched, values map[strin
 }
 
 // watchMemory closes the over channel of the render running when the
-// heap and the stacks of the process pass its limit.
+// heap and the stacks of the process pass its limit, garbage collected
+// first.
 func (s *sandboxServer) watchMemory() {
-	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
 	tick := time.NewTicker(memoryPoll)
 	defer tick.Stop()
 	for range tick.C {
 		w := s.watch.Load()
-		if w == nil {
+		if w == nil || memoryUsed() <= w.limit {
 			continue
 		}
-		metrics.Read(samples)
-		var used uint64
-		for _, m := range samples {
-			if m.Value.Kind() == metrics.KindUint64 {
-				used += m.Value.Uint64()
-			}
-		}
-		if used > w.limit {
+		runtime.GC()
+		if memoryUsed() > w.limit {
 			w.once.Do(func() { close(w.over) })
 		}
 	}
+}
+
+// memoryUsed is what the heap's objects (garbage not yet collected
+// included) and the goroutines' stacks take.
+func memoryUsed() uint64 {
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	metrics.Read(samples)
+	var used uint64
+	for _, m := range samples {
+		if m.Value.Kind() == metrics.KindUint64 {
+			used += m.Value.Uint64()
+		}
+	}
+	return used
 }
