@@ -339,3 +339,31 @@ func findFerry(c *hostileRun) int {
 	}
 	return 0
 }
+
+// TestDiffUsesBaseLimits: a pull request that raises its own budget in
+// ferry.yaml is rendered under the base's: its chart that renders 2 MB
+// fails the base's renderedBytes of 1 MiB, and the same change made on
+// the base renders.
+func TestDiffUsesBaseLimits(t *testing.T) {
+	wide := map[string]string{
+		"Chart.yaml":          "apiVersion: v2\nname: wide\nversion: 0.1.0\n",
+		"templates/wide.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: wide}\ndata:\n{{- range .Values.keys | int }}\n  k{{ . }}: \"" + strings.Repeat("v", 40) + "\"\n{{- end }}\n",
+		"values.yaml":         "keys: 10\n",
+	}
+	files := releaseFiles("wide", wide, "", "  renderedBytes: 1Mi\n")
+	files["app/kustomization.yaml"] = "resources: [release.yaml]\n"
+	src := testtree.New(t, files)
+	p, base := newPRRepoOf(t, src, nil)
+	p.Replace(t, "charts/wide/values.yaml", "keys: 10", "keys: 40000")
+	p.Replace(t, "ferry.yaml", "renderedBytes: 1Mi", "renderedBytes: 64Mi")
+	head := p.Commit(t, "a chart of 2 MB, and the budget raised to let it through")
+	res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--head", head)
+	// The diff reports the target's failure and goes on; the run fails.
+	if out := res.stdout + res.stderr; res.code != exitError || !strings.Contains(out, "wide/templates/wide.yaml") || !strings.Contains(out, "more than 1 MiB (limits.renderedBytes") {
+		t.Errorf("diff: exit %d, want %d with the base's renderedBytes:\n%s\n%s", res.code, exitError, res.stdout, res.stderr)
+	}
+	// The same, merged: the revision applied is trusted with its own.
+	if res := ferry(t, nil, "render", "--repo", p.Dir); res.code != exitOK {
+		t.Errorf("render of the head: exit %d: %s", res.code, res.stderr)
+	}
+}
