@@ -33,6 +33,10 @@ const (
 	SandboxStopped = 3
 )
 
+// dataSlack is what the child maps beside the heap a render may take:
+// the runtime's own data and the loaded packages' (about 90 MiB idle).
+const dataSlack = 256 << 20
+
 // memoryPoll is how often the child compares its memory with
 // limits.RenderMemory: at a few GB/s of allocation, a few tens of MiB
 // past it at most.
@@ -44,7 +48,9 @@ const memoryPoll = 5 * time.Millisecond
 // can: the time (the render goroutine cannot be stopped, the process
 // can), the memory (sampled every few milliseconds) and the stack
 // (runtime/debug.SetMaxStack: a deeper recursion crashes the process,
-// which the parent reports). It returns the process's exit status.
+// which the parent reports), and the kernel caps what it maps for data
+// at renderMemory and some slack (capData), for an allocation too large
+// and too fast for the sampling. It returns the process's exit status.
 func ServeSandbox(in io.Reader, out io.Writer) int {
 	// Go's defaults, not ferry's: no soft memory limit (near one, the
 	// collector runs all the time and a render that goes over crawls
@@ -110,6 +116,7 @@ type memoryWatch struct {
 func (s *sandboxServer) serve(req *sandboxRequest) bool {
 	limits := req.Limits.Fill()
 	debug.SetMaxStack(int(limits.TemplateStack))
+	capData(limits.RenderMemory + dataSlack)
 	f := req.Chart
 	if len(f.Archive) > 0 && f.Digest != "" {
 		s.archives[f.Digest] = f.Archive
