@@ -90,13 +90,15 @@ func (s *Sandbox) render(ctx context.Context, r *Release, f *Fetched, values map
 			over.What = "the templates together (each renders within the budget alone)"
 		}
 	}
-	if err != nil {
-		if errors.As(err, &over) {
-			return nil, fmt.Errorf("chart %s %s: %w", f.Name, f.Version, over)
-		}
-		return nil, err
+	switch {
+	case err == nil:
+		return out, nil
+	case errors.As(err, &over):
+		return nil, fmt.Errorf("chart %s %s: %w", f.Name, f.Version, over)
+	case errors.As(err, new(*childError)):
+		return nil, fmt.Errorf("chart %s %s: %w", f.Name, f.Version, err)
 	}
-	return out, nil
+	return nil, err
 }
 
 // exchange sends req to the child (starting one when none runs) and
@@ -205,10 +207,17 @@ func (s *Sandbox) crashed(w *sandboxChild, stage string, limits budget.Limits, e
 	switch {
 	case strings.Contains(last, "stack exceeds") || strings.Contains(last, "stack overflow"):
 		return tooDeep(stage, limits)
-	case strings.Contains(last, "out of memory"):
+	case strings.Contains(last, "out of memory") || strings.Contains(last, "cannot allocate memory"):
 		return tooLarge(stage, limits)
 	}
-	return fmt.Errorf("%s: the chart render process ended (%v): %s", stage, w.cmd.ProcessState, firstFatal(last))
+	return &childError{stage: stage, state: fmt.Sprint(w.cmd.ProcessState), last: firstFatal(last)}
+}
+
+// childError is a child that stopped answering for no budget's reason.
+type childError struct{ stage, state, last string }
+
+func (e *childError) Error() string {
+	return e.stage + ": the chart render process ended (" + e.state + "): " + e.last
 }
 
 // firstFatal is the line of a crashed child that says why.

@@ -35,7 +35,7 @@ const (
 
 // dataSlack is what the child maps beside the heap a render may take:
 // the runtime's own data and the loaded packages' (about 90 MiB idle).
-const dataSlack = 256 << 20
+const dataSlack = 128 << 20
 
 // memoryPoll is how often the child compares its memory with
 // limits.RenderMemory: at a few GB/s of allocation, a few tens of MiB
