@@ -51,10 +51,19 @@ type env struct {
 	// one for every repository a run loads; their warnings are printed
 	// at the end of the run (runWith).
 	creds *images.EnvCredentials
+	// sandbox renders the run's charts in a child process (ferry itself,
+	// helm.SandboxArg); nil renders them in this process (tests that run
+	// the commands in-process).
+	sandbox *helm.Sandbox
 }
 
 func newEnv() *env {
-	return &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ}
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	return &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ,
+		sandbox: helm.NewSandbox(exe, helm.SandboxArg)}
 }
 
 // decryptor reads the age identities once, from SOPS_AGE_KEY or the file
@@ -101,6 +110,7 @@ func (e *env) renderOptions(r repoFlags, noDecrypt bool) (render.Options, error)
 		InsecureHosts:    r.insecure,
 		ChartCredentials: e.chartCredentials(),
 		Workspace:        r.workspaceDir(e.getenv),
+		HelmSandbox:      e.sandbox,
 	}
 	if !opts.NoDecrypt {
 		d, err := e.decryptor()

@@ -308,6 +308,7 @@ func hostileCases() []hostileCase {
 	cases = append(cases, hostileMaskCases()...)
 	cases = append(cases, hostileCredsCases()...)
 	cases = append(cases, hostileIdentityCases()...)
+	cases = append(cases, hostileBudgetCases()...)
 	return cases
 }
 

@@ -263,7 +263,7 @@ func TestHostileInputs(t *testing.T) {
 	for _, hc := range cases {
 		perClass[hc.class]++
 	}
-	for _, class := range []string{"remote", "mask", "output", "exhaust", "sops", "commands", "ferry.yaml", "earlier", "cli", "reads", "egress", "notify", "creds", "identity"} {
+	for _, class := range []string{"remote", "mask", "output", "exhaust", "sops", "commands", "ferry.yaml", "earlier", "cli", "reads", "egress", "notify", "creds", "identity", "budget"} {
 		if perClass[class] < 2 {
 			t.Errorf("class %s has %d cases, want more than one", class, perClass[class])
 		}
@@ -327,7 +327,7 @@ func TestHostileInputs(t *testing.T) {
 			}
 			// Inputs built to exhaust the runner fail within a bounded
 			// peak resident set (Linux reports Maxrss in KiB).
-			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && hc.class == "exhaust" && ru.Maxrss > maxExhaustRSSKiB {
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && (hc.class == "exhaust" || hc.class == "budget") && ru.Maxrss > maxExhaustRSSKiB {
 				t.Errorf("peak RSS %d MiB, want under %d MiB", ru.Maxrss>>10, maxExhaustRSSKiB>>10)
 			}
 			want := exitError

@@ -40,6 +40,9 @@ func runWith(ctx context.Context, args []string, e *env, newRoot func(*env) *cob
 	if actions.Enabled(e.getenv) {
 		e.openActions()
 	}
+	// The chart render process ends with the run (it is killed, so a
+	// render stopped by a signal ends at once).
+	defer e.sandbox.Close()
 	e.maskStreams()
 	// The streams hold back a line not ended yet; write it out last.
 	defer e.flushStreams()

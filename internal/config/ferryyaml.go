@@ -48,6 +48,9 @@ type File struct {
 	// the chart sources its base revision already has. Read from the
 	// base revision only.
 	Network *NetworkConfig `json:"network,omitempty" yaml:"network,omitempty"`
+	// Limits are the budgets of untrusted work: chart renders, chart
+	// archives, JSON patches. In diff and plan the base revision's hold.
+	Limits *LimitsConfig `json:"limits,omitempty" yaml:"limits,omitempty"`
 }
 
 // NetworkConfig is ferry.yaml's network: block.

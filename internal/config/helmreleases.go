@@ -115,6 +115,7 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 	if err != nil {
 		return nil, nil, none, fmt.Errorf("%s: %w", rel.ID(), err)
 	}
+	src.Limits = r.Limits()
 	fetched, err := r.Charts.Fetch(ctx, src)
 	if err != nil {
 		return nil, nil, none, fmt.Errorf("%s: %w", rel.ID(), err)
@@ -156,6 +157,8 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 		APIVersions: apiVersions,
 		Charts:      r.loaded,
 		ValuesRoot:  valuesRoot,
+		Limits:      r.Limits(),
+		Sandbox:     r.opts.HelmSandbox,
 	})
 	if err != nil {
 		return nil, nil, none, withholdValues(err, secrets)

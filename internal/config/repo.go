@@ -147,6 +147,11 @@ func load(ctx context.Context, root string, opts render.Options, trusted *Repo) 
 	if err := HelmMode(opts.HelmReleases).Check(); err != nil {
 		return nil, fmt.Errorf("helmReleases: %w", err)
 	}
+	limits := limitsOf(f)
+	if opts.Limits != nil {
+		limits = opts.Limits.Fill()
+	}
+	opts.Limits = &limits
 	r := &Repo{
 		Root:      abs,
 		File:      f,

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"maps"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -240,7 +240,12 @@ func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
 	if p.base, err = config.Load(ctx, bdir, ropts); err != nil {
 		return nil, cleanup, fmt.Errorf("base revision %s: %w", shortHash(rv.base), err)
 	}
-	if p.head, err = config.LoadProposed(ctx, hdir, ropts, p.base); err != nil {
+	// The head renders under the base's budgets: a pull request cannot
+	// raise its own.
+	hopts := ropts
+	limits := p.base.Limits()
+	hopts.Limits = &limits
+	if p.head, err = config.LoadProposed(ctx, hdir, hopts, p.base); err != nil {
 		return nil, cleanup, fmt.Errorf("head revision %s: %w", shortHash(rv.head), err)
 	}
 	p.Notes = p.head.Notes

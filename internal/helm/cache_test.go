@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ferry-ci/ferry/internal/budget"
 	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 )
 
@@ -91,7 +92,7 @@ func FuzzChartMetadata(f *testing.F) {
 	archive, _ := helmtest.Package(f, filepath.Join("testdata", "sources", "demo"), "1.0.0")
 	f.Add(archive)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		md, err := chartMetadata(b)
+		md, err := chartMetadata(b, budget.Limits{})
 		if err == nil && (md.Name == "" || md.Version == "") {
 			t.Errorf("metadata without name or version accepted: %+v", md)
 		}
@@ -123,7 +124,7 @@ func TestChartMetadataRefusesBombs(t *testing.T) {
 	if buf.Len() > 64<<10 {
 		t.Fatalf("the archive is %d bytes; the test wants a small one", buf.Len())
 	}
-	if _, err := chartMetadata(buf.Bytes()); !errors.Is(err, ErrTooLarge) {
+	if _, err := chartMetadata(buf.Bytes(), budget.Limits{}); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("err %v, want ErrTooLarge", err)
 	}
 }

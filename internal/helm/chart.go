@@ -1,5 +1,7 @@
 package helm
 
+import "github.com/ferry-ci/ferry/internal/budget"
+
 // This file is the contract between the two halves of the package: the
 // chart sources (source*.go, cache*.go) resolve and fetch a chart, and the
 // release side (release*.go, values*.go, render*.go) loads and renders it.
@@ -69,6 +71,9 @@ type ChartSource struct {
 	// it names some (its URL is not trusted with them); a refusal of
 	// access says so.
 	Withheld string
+	// Limits bound what the chart may unpack to (chartFiles, chartSize);
+	// zero fields are the defaults.
+	Limits budget.Limits
 }
 
 // Fetched is a resolved, fetched chart: its name and version as the

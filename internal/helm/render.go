@@ -19,6 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-ci/ferry/internal/budget"
+	"github.com/ferry-ci/ferry/internal/manifest"
 )
 
 // DefaultKubeVersion is the Kubernetes version charts see when the
@@ -50,6 +53,15 @@ type RenderOptions struct {
 	// to it, as Flux reads them relative to the source. Empty: relative
 	// to the chart, as for a packaged chart.
 	ValuesRoot string
+	// Limits bound the render; zero fields are the defaults.
+	Limits budget.Limits
+	// Sandbox, when set, renders in its child process, where the
+	// memory and stack budgets hold and a runaway template is stopped
+	// with the process. Nil renders in this process: the render is
+	// abandoned at its time budget or when ctx ends, but runs on until it
+	// finishes by itself, and memory is bounded only by the checks of
+	// what it rendered.
+	Sandbox *Sandbox
 }
 
 // Rendered is what one release installs.
@@ -96,57 +108,86 @@ type Hook struct {
 // says, and r's kustomize post-renderers. lookup finds nothing. Errors
 // name the HelmRelease and the chart; template errors also the template
 // file and line.
+//
+// A chart is code from the repository: the render runs under opts.Limits
+// (renderTime, renderedBytes, renderMemory, templateStack), in
+// opts.Sandbox's child process when one is given, and returns as soon as
+// ctx ends. A render that goes over a budget fails with a
+// *budget.Exceeded naming the template or post-renderer.
 func Render(ctx context.Context, r *Release, f *Fetched, values map[string]any, opts RenderOptions) (*Rendered, error) {
+	limits := opts.Limits.Fill()
+	if values == nil {
+		values = map[string]any{}
+	}
+	var (
+		out *Rendered
+		err error
+	)
+	if opts.Sandbox != nil {
+		out, err = opts.Sandbox.render(ctx, r, f, values, opts, limits)
+	} else {
+		out, err = renderBeside(ctx, r, f, values, opts, limits)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.ID(), err)
+	}
+	return out, nil
+}
+
+// stage is told what a render is doing, for an error about a budget
+// that stops it there.
+type stage func(what string)
+
+// Stages a render goes through before and after its templates (the
+// templates themselves are named by file when a budget stops them).
+const (
+	stageLoad      = "loading the chart"
+	stageTemplates = "templates"
+	stageParse     = "reading the rendered objects"
+)
+
+// renderChart is one render, in the calling goroutine. Errors name the
+// chart, not the HelmRelease (Render adds it).
+func renderChart(ctx context.Context, r *Release, f *Fetched, values map[string]any, opts RenderOptions, limits budget.Limits, at stage) (*Rendered, error) {
+	at(stageLoad)
 	loaded, err := opts.Charts.load(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: loading chart %s %s: %w", r.ID(), f.Name, f.Version, err)
+		return nil, fmt.Errorf("loading chart %s %s: %w", f.Name, f.Version, err)
 	}
 	ch := cloneChart(loaded)
 	chartID := ch.Name() + " " + ch.Metadata.Version
 	if r.Chart != nil && len(r.Chart.ValuesFiles) > 0 {
 		ch.Values, err = chartValuesFiles(ch, f, r.Chart, opts.ValuesRoot)
 		if err != nil {
-			return nil, fmt.Errorf("%s: chart %s: %w", r.ID(), chartID, err)
+			return nil, fmt.Errorf("chart %s: %w", chartID, err)
 		}
 	}
-	kube := opts.KubeVersion
-	if kube == "" {
-		kube = DefaultKubeVersion
-	}
-	kv, err := common.ParseKubeVersion(kube)
+	in, err := newInstall(r, opts, limits, at)
 	if err != nil {
-		return nil, fmt.Errorf("%s: kubernetes version %q: %w", r.ID(), kube, err)
+		return nil, err
 	}
-
-	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler))
-	in := action.NewInstall(cfg)
-	in.DryRunStrategy = action.DryRunClient
-	in.Replace = true
-	in.ReleaseName = ReleaseName(r)
-	in.Namespace = r.ReleaseNamespace()
-	in.KubeVersion = kv
-	in.APIVersions = common.VersionSet(slices.Clone(opts.APIVersions))
-	in.IncludeCRDs = r.InstallCRDs != SkipCRDs
-	if len(r.PostRenderers) > 0 {
-		in.PostRenderer = &postRenderer{kustomizations: r.PostRenderers}
-		in.PostRenderStrategy = action.PostRenderStrategy(r.PostRenderStrategy)
-	}
-	if values == nil {
-		values = map[string]any{}
-	}
+	at(stageTemplates)
 	rr, err := in.RunWithContext(ctx, ch, values)
 	if err != nil {
-		return nil, fmt.Errorf("%s: rendering chart %s: %w", r.ID(), chartID, err)
+		var over *budget.Exceeded
+		if errors.As(err, &over) {
+			return nil, fmt.Errorf("chart %s: %w", chartID, over)
+		}
+		return nil, fmt.Errorf("rendering chart %s: %w", chartID, err)
 	}
 	rel, ok := rr.(*release.Release)
 	if !ok {
-		return nil, fmt.Errorf("%s: rendering chart %s: Helm returned a %T release", r.ID(), chartID, rr)
+		return nil, fmt.Errorf("rendering chart %s: Helm returned a %T release", chartID, rr)
+	}
+	if err := checkRendered(rel, limits); err != nil {
+		return nil, fmt.Errorf("chart %s: %w", chartID, err)
 	}
 
+	at(stageParse)
 	out := &Rendered{Chart: ch.Name(), Version: ch.Metadata.Version, Name: in.ReleaseName, Namespace: in.Namespace}
 	objs, err := parseSourced(rel.Manifest)
 	if err != nil {
-		return nil, fmt.Errorf("%s: chart %s: reading rendered objects: %w", r.ID(), chartID, err)
+		return nil, fmt.Errorf("chart %s: reading rendered objects: %w", chartID, err)
 	}
 	crdsFirst(objs)
 	for _, o := range objs {
@@ -157,9 +198,35 @@ func Render(ctx context.Context, r *Release, f *Fetched, values map[string]any, 
 		return out, nil
 	}
 	if out.Hooks, err = hooksOf(ch.Name(), rel.Hooks); err != nil {
-		return nil, fmt.Errorf("%s: chart %s: %w", r.ID(), chartID, err)
+		return nil, fmt.Errorf("chart %s: %w", chartID, err)
 	}
 	return out, nil
+}
+
+// newInstall is Helm's client-only install of r, as Render describes it.
+func newInstall(r *Release, opts RenderOptions, limits budget.Limits, at stage) (*action.Install, error) {
+	kube := opts.KubeVersion
+	if kube == "" {
+		kube = DefaultKubeVersion
+	}
+	kv, err := common.ParseKubeVersion(kube)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes version %q: %w", kube, err)
+	}
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler))
+	in := action.NewInstall(cfg)
+	in.DryRunStrategy = action.DryRunClient
+	in.Replace = true
+	in.ReleaseName = ReleaseName(r)
+	in.Namespace = r.ReleaseNamespace()
+	in.KubeVersion = kv
+	in.APIVersions = common.VersionSet(slices.Clone(opts.APIVersions))
+	in.IncludeCRDs = r.InstallCRDs != SkipCRDs
+	if len(r.PostRenderers) > 0 {
+		in.PostRenderer = &postRenderer{kustomizations: r.PostRenderers, limits: limits, at: at}
+		in.PostRenderStrategy = action.PostRenderStrategy(r.PostRenderStrategy)
+	}
+	return in, nil
 }
 
 // crdsFirst moves CustomResourceDefinitions to the front, keeping the
@@ -237,7 +304,12 @@ func parseSourced(stream string) ([]sourced, error) {
 }
 
 // parseObjects reads a YAML stream of objects, skipping empty documents.
+// A stream whose aliases expand past manifest.MaxExpandedNodes is
+// refused before anything expands them.
 func parseObjects(stream string) ([]*unstructured.Unstructured, error) {
+	if err := manifest.CheckAliases("the rendered manifests", []byte(stream)); err != nil {
+		return nil, err
+	}
 	var out []*unstructured.Unstructured
 	err := eachObject(stream, func(_ []byte, u *unstructured.Unstructured) { out = append(out, u) })
 	return out, err

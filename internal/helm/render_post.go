@@ -3,19 +3,26 @@ package helm
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
 	"helm.sh/helm/v4/pkg/postrenderer"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/ferry-ci/ferry/internal/budget"
 )
 
 // postRenderer runs a release's kustomize post-renderers in order over
-// what the chart rendered.
+// what the chart rendered, each bounded: its JSON patches by
+// limits.PatchCopySize, its output by limits.RenderedBytes.
 type postRenderer struct {
 	kustomizations []Kustomize
+	limits         budget.Limits
+	at             stage
 }
 
 var _ postrenderer.PostRenderer = (*postRenderer)(nil)
@@ -27,18 +34,31 @@ var kustomizeMu sync.Mutex
 func (p *postRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 	out := in
 	for i, k := range p.kustomizations {
-		b, err := k.build(out.Bytes())
+		field := fmt.Sprintf("spec.postRenderers[%d].kustomize", i)
+		p.at(field)
+		b, err := k.build(out.Bytes(), p.limits.PatchCopySize)
+		var over *budget.Exceeded
+		if errors.As(err, &over) {
+			over.What = field
+			return nil, over
+		}
 		if err != nil {
-			return nil, fmt.Errorf("spec.postRenderers[%d].kustomize: %w", i, err)
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		if n := int64(len(b)); n > p.limits.RenderedBytes {
+			return nil, &budget.Exceeded{What: field, Doing: fmt.Sprintf("its output (%d bytes) is more than", n),
+				Limit: "renderedBytes", Value: budget.Size(p.limits.RenderedBytes)}
 		}
 		out = bytes.NewBuffer(b)
 	}
+	p.at(stageTemplates)
 	return out, nil
 }
 
 // build runs kustomize over manifests with k's patches and images, in
-// memory, plugins off. A kustomize panic comes back as an error.
-func (k Kustomize) build(manifests []byte) (out []byte, err error) {
+// memory, plugins off, JSON patches bounded to patchCopy bytes of copies
+// (budget.WithPatchCopyLimit). A kustomize panic comes back as an error.
+func (k Kustomize) build(manifests []byte, patchCopy int64) (out []byte, err error) {
 	const input = "helm-output.yaml"
 	kust := kustypes.Kustomization{
 		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
@@ -75,10 +95,15 @@ func (k Kustomize) build(manifests []byte) (out []byte, err error) {
 			err = fmt.Errorf("kustomize build panicked: %v", r)
 		}
 	}()
-	rm, err := krusty.MakeKustomizer(&krusty.Options{
-		LoadRestrictions: kustypes.LoadRestrictionsRootOnly,
-		PluginConfig:     kustypes.DisabledPluginConfig(),
-	}).Run(fs, ".")
+	var rm resmap.ResMap
+	err = budget.WithPatchCopyLimit(patchCopy, func() error {
+		var err error
+		rm, err = krusty.MakeKustomizer(&krusty.Options{
+			LoadRestrictions: kustypes.LoadRestrictionsRootOnly,
+			PluginConfig:     kustypes.DisabledPluginConfig(),
+		}).Run(fs, ".")
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ferry-ci/ferry/internal/budget"
 	"github.com/ferry-ci/ferry/internal/origin"
 )
 
@@ -229,53 +231,28 @@ func normalDigest(d string) string {
 	return "sha256:" + d
 }
 
-// Helm's own bounds on what a chart archive unpacks to
-// (loader.MaxDecompressedChartSize and MaxDecompressedFileSize): a small
-// archive must not unpack into gigabytes.
-const (
-	maxUnpackedChart int64 = 100 << 20
-	maxUnpackedFile  int64 = 5 << 20
-)
+// maxUnpackedFile is Helm's bound on one file of a chart archive
+// (archive.MaxDecompressedFileSize): a small archive must not unpack into
+// gigabytes. The whole chart is bounded by limits.chartSize and
+// limits.chartFiles.
+const maxUnpackedFile int64 = 5 << 20
+
+// maxNestedCharts bounds how deep subchart archives (charts/*.tgz) may
+// nest in a chart archive.
+const maxNestedCharts = 8
 
 // chartMetadata reads a chart archive to its end, so that a truncated or
 // corrupt archive is found here rather than when it is rendered, and
-// returns the metadata of its Chart.yaml (the one at the top folder).
-func chartMetadata(archive []byte) (*chart.Metadata, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(archive))
+// returns the metadata of its Chart.yaml (the one at the top folder). The
+// archive, with the archives of its subcharts (charts/*.tgz, as Helm's
+// loader unpacks them), may hold at most limits.ChartFiles files
+// unpacking to limits.ChartSize bytes; an archive past them is
+// ErrTooLarge, a *budget.Exceeded naming the entry it stopped at.
+func chartMetadata(archive []byte, limits budget.Limits) (*chart.Metadata, error) {
+	count := &chartCount{limits: limits.Fill()}
+	md, err := count.archive(archive, "", 0)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	defer zr.Close()
-	tr := tar.NewReader(zr)
-	var md *chart.Metadata
-	var total int64
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-		}
-		if total += h.Size; h.Size > maxUnpackedFile || total > maxUnpackedChart {
-			return nil, fmt.Errorf("%w: it unpacks to more than Helm allows (%d bytes a file, %d in all)", ErrTooLarge, maxUnpackedFile, maxUnpackedChart)
-		}
-		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
-		parts := strings.Split(name, "/")
-		if len(parts) != 2 || parts[1] != "Chart.yaml" || md != nil {
-			if _, err := io.Copy(io.Discard, tr); err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-			}
-			continue
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-		}
-		md = new(chart.Metadata)
-		if err := yaml.Unmarshal(b, md); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
-		}
+		return nil, err
 	}
 	if md == nil {
 		return nil, fmt.Errorf("%w: no Chart.yaml", ErrCorrupt)
@@ -284,6 +261,80 @@ func chartMetadata(archive []byte) (*chart.Metadata, error) {
 		return nil, fmt.Errorf("%w: Chart.yaml has no name or version", ErrCorrupt)
 	}
 	return md, nil
+}
+
+// chartCount counts the files of a chart and what they unpack to
+// against the budgets.
+type chartCount struct {
+	limits budget.Limits
+	files  int
+	size   int64
+}
+
+// add counts one file, named name, of size bytes (at most maxFile).
+func (c *chartCount) add(name string, size, maxFile int64) error {
+	c.files++
+	c.size += size
+	switch {
+	case size > maxFile:
+		return fmt.Errorf("%w: %s is %d bytes, more than the %s a file of a chart may be", ErrTooLarge, name, size, budget.Size(maxFile))
+	case c.files > c.limits.ChartFiles:
+		return fmt.Errorf("%w: %w", ErrTooLarge, &budget.Exceeded{What: name, Doing: "the chart has more files than", Limit: "chartFiles", Value: strconv.Itoa(c.limits.ChartFiles)})
+	case c.size > c.limits.ChartSize:
+		return fmt.Errorf("%w: %w", ErrTooLarge, &budget.Exceeded{What: name, Doing: "the chart unpacks to more than", Limit: "chartSize", Value: budget.Size(c.limits.ChartSize)})
+	}
+	return nil
+}
+
+// archive counts the entries of a gzipped tar (a subchart's when prefix
+// names it) and returns its top Chart.yaml's metadata.
+func (c *chartCount) archive(b []byte, prefix string, depth int) (*chart.Metadata, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s%v", ErrCorrupt, prefix, err)
+	}
+	defer zr.Close()
+	tr := tar.NewReader(zr)
+	var md *chart.Metadata
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return md, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s%v", ErrCorrupt, prefix, err)
+		}
+		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		if err := c.add(prefix+name, h.Size, maxUnpackedFile); err != nil {
+			return nil, err
+		}
+		parts := strings.Split(name, "/")
+		top := len(parts) == 2 && parts[1] == "Chart.yaml" && md == nil
+		sub := len(parts) >= 3 && parts[len(parts)-2] == "charts" && strings.HasSuffix(name, ".tgz")
+		if !top && !sub {
+			if _, err := io.Copy(io.Discard, tr); err != nil {
+				return nil, fmt.Errorf("%w: %s%v", ErrCorrupt, prefix, err)
+			}
+			continue
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s%v", ErrCorrupt, prefix, err)
+		}
+		if sub {
+			if depth >= maxNestedCharts {
+				return nil, fmt.Errorf("%w: %s%s: subchart archives nest more than %d deep", ErrTooLarge, prefix, name, maxNestedCharts)
+			}
+			if _, err := c.archive(data, prefix+name+": ", depth+1); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		md = new(chart.Metadata)
+		if err := yaml.Unmarshal(data, md); err != nil {
+			return nil, fmt.Errorf("%w: %s%s: %v", ErrCorrupt, prefix, name, err)
+		}
+	}
 }
 
 // reasonError is an error that is one of the Err* kinds, with its own
@@ -346,8 +397,8 @@ func redact(u string) string {
 // fetched is the Fetched of a chart archive b whose digest is digest,
 // read from its metadata; an archive fetched now (not cached) is kept in
 // the cache.
-func (s *Sources) fetched(b []byte, digest string, cached bool) (*Fetched, error) {
-	md, err := chartMetadata(b)
+func (s *Sources) fetched(b []byte, digest string, cached bool, limits budget.Limits) (*Fetched, error) {
+	md, err := chartMetadata(b, limits)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ferry-ci/ferry/internal/budget"
 	"github.com/ferry-ci/ferry/internal/origin"
 )
 
@@ -68,7 +69,7 @@ func (s *Sources) fetchHTTP(ctx context.Context, src ChartSource) (*Fetched, err
 	}
 	key := strings.Join([]string{string(HTTPRepository), redact(base), src.Credentials.key(), src.Chart, cv.Version}, "\x00")
 	return s.charts.do(ctx, key, nil, func() (*Fetched, error) {
-		f, err := s.download(ctx, u, cv, src)
+		f, err := s.download(ctx, u, cv, src, src.Limits.Fill())
 		if err != nil {
 			return nil, &FetchError{Chart: src.Chart, Version: cv.Version, Source: redact(base), Err: err}
 		}
@@ -181,7 +182,7 @@ func parseIndex(b []byte) (*repoIndex, error) {
 // download fetches the archive of cv, or takes it from the store when the
 // index names its digest and the store holds it (the index, fetched with
 // the source's credentials, vouches for it).
-func (s *Sources) download(ctx context.Context, base *url.URL, cv *indexedVersion, src ChartSource) (*Fetched, error) {
+func (s *Sources) download(ctx context.Context, base *url.URL, cv *indexedVersion, src ChartSource, limits budget.Limits) (*Fetched, error) {
 	want := normalDigest(cv.Digest)
 	b, cached := s.store.archive(want)
 	if !cached {
@@ -206,7 +207,7 @@ func (s *Sources) download(ctx context.Context, base *url.URL, cv *indexedVersio
 			return nil, fmt.Errorf("%w: the index says %s, %s is %s", ErrDigestMismatch, want, redact(at.String()), got)
 		}
 	}
-	return s.fetched(b, digestOf(b), cached)
+	return s.fetched(b, digestOf(b), cached, limits)
 }
 
 // get reads u, refusing a body larger than max. The source's credentials

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/ferry-ci/ferry/internal/budget"
 	"github.com/ferry-ci/ferry/internal/origin"
 )
 
@@ -81,7 +82,7 @@ func (s *Sources) fetchOCI(ctx context.Context, src ChartSource) (*Fetched, erro
 	}
 	key := strings.Join([]string{string(OCIRepository), ref.String(), acc.key}, "\x00")
 	return s.charts.do(ctx, key, nil, func() (*Fetched, error) {
-		f, err := s.pull(ref, acc)
+		f, err := s.pull(ref, acc, src.Limits.Fill())
 		if err != nil {
 			return nil, fail(version, err)
 		}
@@ -198,7 +199,7 @@ func (s *Sources) tags(ctx context.Context, repo name.Repository, acc ociAccess)
 
 // pull fetches the manifest of ref and its chart layer, or takes the
 // layer from the store when it holds it.
-func (s *Sources) pull(ref name.Reference, acc ociAccess) (*Fetched, error) {
+func (s *Sources) pull(ref name.Reference, acc ociAccess, limits budget.Limits) (*Fetched, error) {
 	repo := ref.Context()
 	desc, err := remote.Get(ref, acc.opts...)
 	if err != nil {
@@ -244,7 +245,7 @@ func (s *Sources) pull(ref name.Reference, acc ociAccess) (*Fetched, error) {
 			return nil, fmt.Errorf("%w: the manifest of %s says %s, its chart layer is %s", ErrDigestMismatch, ref, want, got)
 		}
 	}
-	return s.fetched(b, want, cached)
+	return s.fetched(b, want, cached, limits)
 }
 
 // error says what an error of the registry at host means when asked for

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/kustomize/api/konfig"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/ferry-ci/ferry/internal/budget"
 	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/manifest"
@@ -68,6 +69,21 @@ type Options struct {
 	// rendered is an export of it elsewhere (diff, plan); empty: the
 	// revision's own folder. Read by config.
 	Checkout string
+	// Limits are the run's budgets; nil takes them from the repository's
+	// ferry.yaml (config.Load fills them in). diff and plan set the base
+	// revision's, so a pull request cannot raise its own.
+	Limits *budget.Limits
+	// HelmSandbox, when set, renders HelmReleases in a child process
+	// bounded by Limits (see helm.Sandbox). Read by config.
+	HelmSandbox *helm.Sandbox
+}
+
+// limits are o's budgets, defaults filled in.
+func (o Options) limits() budget.Limits {
+	if o.Limits == nil {
+		return budget.Defaults()
+	}
+	return o.Limits.Fill()
 }
 
 // Lookup finds a ConfigMap or Secret that the repository renders, for
@@ -233,12 +249,17 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 		fs.decryptor = secrets.NewDecryptor(nil)
 	}
 
-	resources, buildErr := kustomizeBuild(fs, dir, kdata)
+	resources, buildErr := kustomizeBuild(fs, dir, kdata, opts.limits().PatchCopySize)
 	// A failure recorded by the filesystem (decryption, a path escaping the
 	// root, a remote base) is the real cause; kustomize may have turned it
 	// into something vaguer.
 	if err := fs.failures(); err != nil {
 		return nil, err
+	}
+	var over *budget.Exceeded
+	if errors.As(buildErr, &over) {
+		over.What = fs.copyPatches()
+		return nil, over
 	}
 	if buildErr != nil {
 		if strings.Contains(buildErr.Error(), "MalformedYAMLError") {

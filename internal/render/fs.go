@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -290,4 +292,28 @@ func isKustomizationFile(path string) bool {
 		}
 	}
 	return false
+}
+
+// copyOp finds a JSON patch copy operation, in JSON or YAML.
+var copyOp = regexp.MustCompile(`["']?op["']?\s*:\s*["']?copy\b`)
+
+// copyPatches names the files of the build that hold a JSON patch copy
+// operation (kustomization files with inline patches, patch files), for
+// a build stopped by limits.patchCopySize: kustomize's error does not say
+// which patch it was applying.
+func (f *repoFS) copyPatches() string {
+	var names []string
+	for clean, data := range f.overlay {
+		if copyOp.Match(data) {
+			names = append(names, f.rel(clean))
+		}
+	}
+	for _, rel := range f.files() {
+		data, err := manifest.ReadFile(filepath.Join(f.root, filepath.FromSlash(rel)), rel)
+		if err == nil && copyOp.Match(data) && !slices.Contains(names, rel) {
+			names = append(names, rel)
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }

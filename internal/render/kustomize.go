@@ -7,12 +7,15 @@ import (
 	"sync"
 
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-ci/ferry/internal/budget"
 )
 
 // kustomize keeps global state (the OpenAPI schema) and is not safe for
@@ -31,8 +34,9 @@ var (
 // and returns the resources in the kustomize CLI's order: the
 // kustomization's sortOptions when it sets them, otherwise the legacy
 // order (Namespaces and CRDs first). top is the kustomization file's
-// content. A kustomize panic comes back as an error.
-func kustomizeBuild(fs *repoFS, dir string, top []byte) (out []*resource.Resource, err error) {
+// content. A kustomize panic comes back as an error. JSON patches may copy
+// at most patchCopy bytes into one object (budget.WithPatchCopyLimit).
+func kustomizeBuild(fs *repoFS, dir string, top []byte, patchCopy int64) (out []*resource.Resource, err error) {
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if schemaDirty {
@@ -62,7 +66,12 @@ func kustomizeBuild(fs *repoFS, dir string, top []byte) (out []*resource.Resourc
 		LoadRestrictions: kustypes.LoadRestrictionsNone,
 		PluginConfig:     kustypes.DisabledPluginConfig(),
 	})
-	rm, err := k.Run(fs, dir)
+	var rm resmap.ResMap
+	err = budget.WithPatchCopyLimit(patchCopy, func() error {
+		var err error
+		rm, err = k.Run(fs, dir)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
