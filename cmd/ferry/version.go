@@ -1,30 +1,98 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// Set at build time by the release build (internal/release) and the
+// Makefile: -ldflags "-X main.version=v1.2.3 -X main.commit=<sha> -X main.date=<RFC 3339>".
+var (
+	version = "dev"
+	commit  = ""
+	date    = ""
+)
+
+// buildInfo is what `ferry version` reports.
+type buildInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit,omitempty"`
+	Date      string `json:"date,omitempty"`
+	Modified  bool   `json:"modified,omitempty"`
+	GoVersion string `json:"goVersion"`
+	Platform  string `json:"platform"`
+}
+
+// readBuildInfo takes the values the build stamped, and fills what it did
+// not from the Go build information: the module version of `go install
+// ...@vX.Y.Z`, the commit and its time of a build inside a Git checkout.
+func readBuildInfo() buildInfo {
+	b := buildInfo{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
+	}
+	if b.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		b.Version = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			if b.Commit == "" {
+				b.Commit = s.Value
+			}
+		case "vcs.time":
+			if b.Date == "" {
+				b.Date = s.Value
+			}
+		case "vcs.modified":
+			b.Modified = s.Value == "true" && commit == ""
+		}
+	}
+	return b
+}
 
 func newVersionCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	format := newChoice("text", "json")
+	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print ferry's version",
+		Short: "Print ferry's version, commit, build date and Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := version
-			if v == "dev" {
-				if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-					v = bi.Main.Version
-				}
+			b := readBuildInfo()
+			if format.value == "json" {
+				enc := json.NewEncoder(e.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(b)
 			}
-			_, err := fmt.Fprintf(e.stdout, "ferry %s %s/%s %s\n", v, runtime.GOOS, runtime.GOARCH, runtime.Version())
+			_, err := fmt.Fprintln(e.stdout, b.text())
 			return err
 		},
 	}
+	cmd.Flags().Var(format, "format", "output format: text or json")
+	return cmd
+}
+
+// text is one line: "ferry v1.2.3 linux/amd64 go1.26.8 (commit 0123456789ab, 2026-12-05T07:00:00Z)".
+func (b buildInfo) text() string {
+	s := fmt.Sprintf("ferry %s %s %s", b.Version, b.Platform, b.GoVersion)
+	if b.Commit == "" {
+		return s
+	}
+	c := b.Commit
+	if len(c) > 12 {
+		c = c[:12]
+	}
+	if b.Modified {
+		c += ", modified"
+	}
+	if t, err := time.Parse(time.RFC3339, b.Date); err == nil {
+		c += ", " + t.UTC().Format(time.RFC3339)
+	}
+	return s + " (commit " + c + ")"
 }
