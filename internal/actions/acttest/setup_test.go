@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -23,56 +24,134 @@ import (
 	"github.com/ferry-ci/ferry/internal/testbin"
 )
 
-// setupRelease is a binaries-only release for the runner's platform, as
-// the release tool writes it under dist/: the archive, the checksums file,
-// and action/setup with the files the release commit adds to setup/.
+// setupRelease is a binaries-only release for the runner's platform,
+// made by the release tool (cmd/ferry-release): the archive, the
+// checksums file and, in Action, the release commit's setup/ with
+// release.env and checksums.txt (and, signed, the signature bundle and
+// cosign.pub).
 type setupRelease struct {
 	Version string
 	Dist    string // what a release attaches: served as its download URL
 	Action  string // dist/action: the action files of the release commit
 	Archive string // the runner's archive, ferry_<V>_linux_<arch>.tar.gz
-	Binary  string // the ferry binary the archive holds
+	Signed  bool
 }
 
-// buildSetupRelease builds ferry for linux/<this machine's arch> stamped
-// with version and writes a release of it into dir: what `ferry-release
-// --no-images --platforms linux/<arch> --dist dir --download-url url`
-// writes, without signing (the release tool's unsigned path: COSIGN_KEY
-// unset). The action's setup/release.env names downloadURL.
-func buildSetupRelease(t *testing.T, dir, version, downloadURL string) setupRelease {
+// makeSetupRelease runs `ferry-release --no-images --platforms
+// linux/<arch> --download-url downloadURL` on a snapshot of this checkout
+// (its work tree, uncommitted changes included, committed in a copy and
+// tagged version: the release tool builds commits only), signed with a
+// key made here when cosign is not empty, else --unsigned.
+func makeSetupRelease(t *testing.T, version, downloadURL, cosign string) setupRelease {
 	t.Helper()
+	src := snapshotCheckout(t, version)
+	dist := filepath.Join(t.TempDir(), "dist")
+	args := []string{"run", "./cmd/ferry-release", "--root", src, "--dist", dist, "--no-images",
+		"--platforms", "linux/" + runtime.GOARCH, "--download-url", downloadURL}
+	env := os.Environ()
+	if cosign == "" {
+		args = append(args, "--unsigned")
+	} else {
+		keys := t.TempDir()
+		cmd := exec.Command(cosign, "generate-key-pair")
+		cmd.Dir = keys
+		cmd.Env = append(os.Environ(), "COSIGN_PASSWORD=setup-test")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
+		}
+		args = append(args, "--cosign", cosign)
+		env = append(env, "COSIGN_KEY="+filepath.Join(keys, "cosign.key"), "COSIGN_PASSWORD=setup-test")
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = RepoRoot()
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ferry-release %s: %v\n%s", strings.Join(args[2:], " "), err, out)
+	}
 	rel := setupRelease{
 		Version: version,
-		Dist:    filepath.Join(dir, "dist"),
-		Action:  filepath.Join(dir, "dist", "action"),
+		Dist:    dist,
+		Action:  filepath.Join(dist, "action"),
 		Archive: fmt.Sprintf("ferry_%s_linux_%s.tar.gz", version, runtime.GOARCH),
+		Signed:  cosign != "",
 	}
-	bin := filepath.Join(dir, "build", "ferry")
-	rel.Binary = bin
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin,
-		"-ldflags", "-s -w -X main.version="+version+" -X main.date="+time.Now().UTC().Format(time.RFC3339),
-		"./cmd/ferry")
-	cmd.Dir = RepoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/ferry: %v\n%s", err, out)
+	for _, f := range []string{rel.Archive, "action/setup/release.env", "action/setup/checksums.txt", "action/setup/install.sh"} {
+		if _, err := os.Stat(filepath.Join(dist, f)); err != nil {
+			t.Fatalf("the release lacks %s: %v", f, err)
+		}
 	}
-	readme, err := os.ReadFile(filepath.Join(RepoRoot(), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ferry, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeTarGz(t, filepath.Join(rel.Dist, rel.Archive), map[string][]byte{"ferry": ferry, "README.md": readme})
-	sums := fmt.Sprintf("%s  %s\n", fileSHA256(t, filepath.Join(rel.Dist, rel.Archive)), rel.Archive)
-	writeFile(t, filepath.Join(rel.Dist, "ferry_"+version+"_checksums.txt"), sums)
-
-	copySetup(t, filepath.Join(rel.Action, "setup"))
-	writeFile(t, filepath.Join(rel.Action, "setup", "release.env"), "FERRY_VERSION="+version+"\nFERRY_DOWNLOAD_URL="+downloadURL+"\n")
-	writeFile(t, filepath.Join(rel.Action, "setup", "checksums.txt"), sums)
 	return rel
+}
+
+// snapshotCheckout copies the files of this checkout's work tree (tracked
+// and untracked, not ignored) into a new repository, commits them and tags
+// the commit.
+func snapshotCheckout(t *testing.T, tag string) string {
+	t.Helper()
+	root := RepoRoot()
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	dst := filepath.Join(t.TempDir(), "ferry")
+	for _, rel := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		info, err := os.Lstat(filepath.Join(root, rel))
+		if err != nil || !info.Mode().IsRegular() {
+			continue // deleted in the work tree, or a symlink
+		}
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, rel), b, info.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"commit", "-q", "-m", "snapshot of the work tree"},
+		{"tag", tag},
+	} {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=ferry test", "-c", "user.email=test@ferry.invalid"}, args...)...)
+		cmd.Dir = dst
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	return dst
+}
+
+// readTarMember returns one file of a .tar.gz archive.
+func readTarMember(t *testing.T, archive, name string) []byte {
+	t.Helper()
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("%s: no %s: %v", archive, name, err)
+		}
+		if h.Name == name {
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+	}
 }
 
 // copySetup copies this checkout's setup/ folder to dst, as it is on the
@@ -260,27 +339,37 @@ func hasLine(lines []string, sub string) bool {
 const setupVersion = "v0.0.1-setup.test"
 
 // TestSetupAction runs uses: ferry-ci/ferry/setup@v1 in the act runner
-// from a release's action files, downloading from a release server on
-// 127.0.0.1: the binary lands on PATH (ferry version prints the release's
-// version), outputs version and path, the tool cache is reused and a
-// corrupted cache entry replaced. A tampered archive, a version the
-// action has no checksum for, and the main branch's setup/ (no release)
-// each fail the job with one clear error, before anything is on PATH.
-// Then the same action runs with act's host executor (-self-hosted), as
-// Gitea act_runner's host mode runs it.
+// from the action files of a release made by cmd/ferry-release,
+// downloading from a release server on 127.0.0.1: the binary lands on
+// PATH (ferry version prints the release's version), outputs version and
+// path, the tool cache is reused and a corrupted cache entry replaced. A
+// tampered archive, a version the action has no checksum for, and the
+// main branch's setup/ (no release) each fail the job with one clear
+// error, before anything is on PATH. Then the action runs with act's host
+// executor (-self-hosted), as Gitea act_runner's host mode runs it, and
+// there with cosign on PATH: the release's key signature verifies, and a
+// forged checksums file (naming the tampered archive) fails before any
+// download.
 func TestSetupAction(t *testing.T) {
 	t.Parallel()
 	r := Require(t)
 	srv := newReleaseServer(t)
-	rel := buildSetupRelease(t, t.TempDir(), setupVersion, srv.base)
+	// Signed with a key when cosign is built (the signature subtest needs
+	// it; in CI it must be).
+	var cosign string
+	if dir, err := testbin.Dir(); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, "cosign")); err == nil {
+			cosign = filepath.Join(dir, "cosign")
+		}
+	}
+	rel := makeSetupRelease(t, setupVersion, srv.base, cosign)
 	// The tampered release: the same archive name, other content (the
 	// release's README changed), as a compromised mirror would serve.
 	tampered := filepath.Join(rel.Dist, "tampered", rel.Archive)
-	ferryBytes, err := os.ReadFile(rel.Binary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeTarGz(t, tampered, map[string][]byte{"ferry": ferryBytes, "README.md": []byte("nothing to see\n")})
+	writeTarGz(t, tampered, map[string][]byte{
+		"ferry":     readTarMember(t, filepath.Join(rel.Dist, rel.Archive), "ferry"),
+		"README.md": []byte("nothing to see\n"),
+	})
 	srv.start(rel.Dist)
 	mainSetup := filepath.Join(t.TempDir(), "main")
 	copySetup(t, filepath.Join(mainSetup, "setup"))
@@ -462,16 +551,22 @@ jobs:
 		}
 	})
 
-	// A key-signed release, verified by cosign on the runner's PATH (host
-	// mode: the job image has no cosign), and a forged one: its
+	// The key-signed release, verified by cosign on the runner's PATH
+	// (host mode: the job image has no cosign), and a forged one: its
 	// checksums.txt names the tampered archive, its signature is the
 	// release's.
 	t.Run("signature", func(t *testing.T) {
 		cosign := testbin.Tool(t, "cosign", "tools")
-		signed := filepath.Join(t.TempDir(), "signed")
-		signSetupRelease(t, cosign, rel.Action, signed)
+		if !rel.Signed {
+			t.Fatal("the release was made unsigned")
+		}
+		for _, f := range []string{"checksums.txt.sigstore.json", "cosign.pub"} {
+			if _, err := os.Stat(filepath.Join(rel.Action, "setup", f)); err != nil {
+				t.Fatalf("the signed release's setup/ lacks %s: %v", f, err)
+			}
+		}
 		forged := filepath.Join(t.TempDir(), "forged")
-		if err := os.CopyFS(forged, os.DirFS(signed)); err != nil {
+		if err := os.CopyFS(forged, os.DirFS(rel.Action)); err != nil {
 			t.Fatal(err)
 		}
 		writeFile(t, filepath.Join(forged, "setup", "checksums.txt"), fileSHA256(t, tampered)+"  "+rel.Archive+"\n")
@@ -500,7 +595,7 @@ jobs:
 			Dir: dir, Workflow: ".github/workflows/setup.yaml", Event: "workflow_dispatch", HostMode: true,
 			Env:     map[string]string{"PATH": filepath.Dir(cosign) + string(os.PathListSeparator) + os.Getenv("PATH")},
 			Payload: map[string]any{"ref": "refs/heads/main", "inputs": map[string]any{}},
-			Actions: map[string]string{"ferry-ci/ferry@v1": signed, "ferry-ci/ferry@forged": forged},
+			Actions: map[string]string{"ferry-ci/ferry@v1": rel.Action, "ferry-ci/ferry@forged": forged},
 		})
 		if res.Err == nil {
 			t.Errorf("act succeeded; job forged should have failed:\n%s", res.Log)
@@ -522,36 +617,6 @@ jobs:
 			t.Errorf("job forged downloaded the archive before the signature of its checksums was checked:\n%s", strings.Join(lines, "\n"))
 		}
 	})
-}
-
-// signSetupRelease copies a release's action files to dir and signs their
-// setup/checksums.txt as a key-signed release does: a cosign key pair
-// made here, the bundle in setup/checksums.txt.sigstore.json and the
-// public key in setup/cosign.pub.
-func signSetupRelease(t *testing.T, cosign, action, dir string) {
-	t.Helper()
-	if err := os.CopyFS(dir, os.DirFS(action)); err != nil {
-		t.Fatal(err)
-	}
-	keys := t.TempDir()
-	setup := filepath.Join(dir, "setup")
-	for _, args := range [][]string{
-		{"generate-key-pair"},
-		{"sign-blob", "--yes", "--key", filepath.Join(keys, "cosign.key"), "--use-signing-config=false", "--tlog-upload=false",
-			"--bundle", filepath.Join(setup, "checksums.txt.sigstore.json"), filepath.Join(setup, "checksums.txt")},
-	} {
-		cmd := exec.Command(cosign, args...)
-		cmd.Dir = keys
-		cmd.Env = append(os.Environ(), "COSIGN_PASSWORD=setup-test")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("cosign %s: %v\n%s", args[0], err, out)
-		}
-	}
-	pub, err := os.ReadFile(filepath.Join(keys, "cosign.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(setup, "cosign.pub"), string(pub))
 }
 
 // toolCacheArch is the tool cache's name of this machine's architecture.
