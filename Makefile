@@ -4,9 +4,9 @@ GO ?= go
 BIN := $(CURDIR)/bin
 TESTBIN := $(CURDIR)/.cache/testbin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: build image example test tools controlplane gitea vet bench bench-render bench-discover bench-hostile bench-apply bench-fleet bench-diff bench-drift bench-scan bench-helm registry crane clean
+.PHONY: build image release-local cosign example test tools controlplane gitea vet bench bench-render bench-discover bench-hostile bench-apply bench-fleet bench-diff bench-drift bench-scan bench-helm registry crane clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ferry ./cmd/ferry
@@ -17,6 +17,24 @@ build:
 # elsewhere.
 image:
 	VERSION=$(VERSION) hack/image.sh
+
+# A release of the checked-out commit (cmd/ferry-release, docs/releasing.md):
+# binaries, archives, SBOMs and checksums in dist/, the images pushed to
+# REGISTRY=host:port as ferry:<version> and ferry:<version>-action (linux
+# amd64 + arm64), signed with COSIGN_KEY (a key file or its PEM; its
+# password in COSIGN_PASSWORD), and dist/action: the release commit's
+# action files pinned to the action image's digest. The version is the
+# tag at HEAD (VERSION=vX.Y.Z must be that tag), else a snapshot.
+# PLATFORMS=os/arch,... narrows the binaries; DIST the folder.
+PLATFORMS ?= linux/amd64,linux/arm64,darwin/amd64,darwin/arm64,windows/amd64,windows/arm64
+DIST ?= $(CURDIR)/dist
+release-local: cosign
+	$(GO) run ./cmd/ferry-release --registry "$(REGISTRY)" --cosign "$(TESTBIN)/cosign" --platforms "$(PLATFORMS)" --dist "$(DIST)" \
+	  $(if $(filter command line environment,$(origin VERSION)),--version "$(VERSION)") $(RELEASE_FLAGS)
+
+# cosign v3.1.3 from the Go module proxy into .cache/testbin.
+cosign:
+	hack/cosign.sh
 
 # ferry's main job on the bundled example, end to end: render the GPU-cluster
 # repo with its throwaway age key, then apply, re-apply and prune it on the

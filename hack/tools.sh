@@ -62,3 +62,6 @@ if ! "$BIN/alertmanager" --version 2>/dev/null | grep -c "version $AM_VERSION " 
   mv "$BIN/alertmanager.new" "$BIN/alertmanager"
 fi
 "$BIN/alertmanager" --version >/dev/null 2>&1
+
+# cosign, which the release build signs with and its tests verify with.
+bash hack/cosign.sh
