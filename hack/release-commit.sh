@@ -116,8 +116,13 @@ while IFS= read -r -d '' f; do
     *) die "$dist/$rel: the release commit replaces only action.yml, steps/ and setup/" ;;
   esac
   if [ -L "$f" ]; then die "$dist/$rel: a symbolic link"; fi
-  mode=100644
-  [ -x "$f" ] && mode=100755
+  # The source's mode where the file is the source's (ferry-release
+  # writes every file 0644), else the file's own.
+  mode="$(git ls-tree "$head" -- "$rel" | awk '{ print $1 }')"
+  case "$mode" in
+    100644 | 100755) ;;
+    *) mode=100644; [ -x "$f" ] && mode=100755 ;;
+  esac
   blob="$(git hash-object -w -- "$f")"
   git update-index --add --cacheinfo "$mode,$blob,$rel"
 done < <(find "$dist" -type f -print0 | sort -z)

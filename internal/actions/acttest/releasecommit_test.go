@@ -41,9 +41,13 @@ func newScriptRepo(t *testing.T) *scriptRepo {
 		"steps/diff/README.md":  "diff\n",
 		"steps/gone/action.yml": "name: gone\nruns:\n  using: docker\n  image: ../../Dockerfile\n",
 		"setup/action.yml":      "name: setup\nruns:\n  using: composite\n",
+		"setup/install.sh":      "#!/bin/sh\necho install\n",
 		"cmd/ferry/main.go":     "package main\n",
 		"README.md":             "ferry\n",
 	})
+	if err := os.Chmod(filepath.Join(r.dir, "setup", "install.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	r.commit("source")
 	r.git("push", "-q", "origin", "main")
 	return r
@@ -77,8 +81,9 @@ func (r *scriptRepo) commit(msg string) string {
 	return r.git("rev-parse", "HEAD")
 }
 
-// dist writes a dist/action folder: action.yml, steps/diff and setup, the
-// images pinned (unless image is given), setup/install.sh executable.
+// dist writes a dist/action folder as ferry-release does: action.yml,
+// steps/diff and setup, the images pinned (unless image is given), every
+// file 0644 but setup/new.sh (0755).
 func (r *scriptRepo) dist(version, image string) string {
 	r.t.Helper()
 	if image == "" {
@@ -92,8 +97,9 @@ func (r *scriptRepo) dist(version, image string) string {
 		"setup/action.yml":      "name: setup\nruns:\n  using: composite\n",
 		"setup/release.env":     "FERRY_VERSION=" + version + "\n",
 		"setup/install.sh":      "#!/bin/sh\necho install\n",
+		"setup/new.sh":          "#!/bin/sh\n",
 	})
-	if err := os.Chmod(filepath.Join(dir, "setup", "install.sh"), 0o755); err != nil {
+	if err := os.Chmod(filepath.Join(dir, "setup", "new.sh"), 0o755); err != nil {
 		r.t.Fatal(err)
 	}
 	return dir
@@ -160,12 +166,14 @@ func TestReleaseCommitScript(t *testing.T) {
 			t.Errorf("origin's main moved: %s, want %s", got, src)
 		}
 		changed := strings.Split(r.git("diff", "--name-status", src, commit), "\n")
-		want := []string{"M\taction.yml", "A\tsetup/install.sh", "A\tsetup/release.env", "M\tsteps/diff/action.yml", "D\tsteps/gone/action.yml"}
+		want := []string{"M\taction.yml", "A\tsetup/new.sh", "A\tsetup/release.env", "M\tsteps/diff/action.yml", "D\tsteps/gone/action.yml"}
 		if !slices.Equal(changed, want) {
 			t.Errorf("the release commit changed:\n%s\nwant:\n%s", strings.Join(changed, "\n"), strings.Join(want, "\n"))
 		}
-		if got := r.git("ls-tree", commit, "setup/install.sh"); !strings.HasPrefix(got, "100755 ") {
-			t.Errorf("setup/install.sh lost its executable bit: %s", got)
+		for _, f := range []string{"setup/install.sh", "setup/new.sh"} {
+			if got := r.git("ls-tree", commit, f); !strings.HasPrefix(got, "100755 ") {
+				t.Errorf("%s is not executable in the release commit: %s", f, got)
+			}
 		}
 		if got := r.git("show", commit+":steps/diff/action.yml"); !strings.Contains(got, "ferry:v1.2.3-action@"+pinnedDigest) {
 			t.Errorf("steps/diff/action.yml of the release commit:\n%s", got)
