@@ -431,6 +431,9 @@ func caBundleComponent() cdx.Component {
 
 // copyTree copies the files under from into to.
 func copyTree(from, to string) error {
+	if _, err := os.Stat(from); os.IsNotExist(err) {
+		return nil
+	}
 	return filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
