@@ -351,6 +351,10 @@ func checkSignatures(t *testing.T, e *releaseEnv, res release.Result, dist strin
 	if out, err := e.cosign(t, "verify-blob", "--key", e.pub, "--bundle", sums+".sigstore.json", "--insecure-ignore-tlog=true", sums); err != nil {
 		t.Errorf("cosign verify-blob %s: %v\n%s", sums, err, out)
 	}
+	prov := filepath.Join(dist, release.ProvenanceName(testVersion))
+	if out, err := e.cosign(t, "verify-blob-attestation", "--key", e.pub, "--bundle", prov, "--type", "slsaprovenance1", "--insecure-ignore-tlog=true", sums); err != nil {
+		t.Errorf("cosign verify-blob-attestation %s: %v\n%s", prov, err, out)
+	}
 	if pub, _ := os.ReadFile(filepath.Join(dist, "cosign.pub")); !bytes.Equal(pub, mustRead(t, e.pub)) {
 		t.Errorf("dist/cosign.pub is not the signing key's public half")
 	}

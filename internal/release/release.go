@@ -170,11 +170,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err := o.Cosign.SignBlob(ctx, filepath.Join(o.Dist, sums.Name), filepath.Join(o.Dist, bundle)); err != nil {
 			return nil, err
 		}
-		f, err := hashFile(o.Dist, bundle, "")
-		if err != nil {
+		// The provenance of the binaries: its subject is the checksums
+		// file, which names every archive and SBOM by digest.
+		provBundle := ProvenanceName(src.Version)
+		if err := o.Cosign.AttestBlob(ctx, filepath.Join(o.Dist, sums.Name), "slsaprovenance1", provenance, filepath.Join(o.Dist, provBundle)); err != nil {
 			return nil, err
 		}
-		res.Files = append(res.Files, f)
+		for _, name := range []string{bundle, provBundle} {
+			f, err := hashFile(o.Dist, name, "")
+			if err != nil {
+				return nil, err
+			}
+			res.Files = append(res.Files, f)
+		}
 		if len(pub) > 0 {
 			if err := os.WriteFile(filepath.Join(o.Dist, "cosign.pub"), pub, 0o644); err != nil {
 				return nil, err
@@ -287,6 +295,10 @@ func (o Options) pushImages(ctx context.Context, src Source, bins []Binary, refs
 	}
 	return sbom, nil
 }
+
+// ProvenanceName is the bundle of the binaries' SLSA provenance, whose
+// subject is the checksums file.
+func ProvenanceName(version string) string { return "ferry_" + version + "_provenance.sigstore.json" }
 
 // ImageSBOMName is the SBOM of the images.
 func ImageSBOMName(version string) string { return "ferry_" + version + "_image.cdx.json" }
