@@ -34,7 +34,7 @@ release-local: cosign
 
 # cosign v3.1.3 from the Go module proxy into .cache/testbin.
 cosign:
-	hack/cosign.sh
+	TESTBIN="$(TESTBIN)" hack/cosign.sh
 
 # ferry's main job on the bundled example, end to end: render the GPU-cluster
 # repo with its throwaway age key, then apply, re-apply and prune it on the

@@ -5,7 +5,7 @@
 # minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN="$PWD/.cache/testbin"
+BIN="${TESTBIN:-$PWD/.cache/testbin}"
 COSIGN_VERSION=v3.1.3
 mkdir -p "$BIN"
 if ! "$BIN/cosign" version 2>/dev/null | grep -q "GitVersion: *$COSIGN_VERSION\$"; then

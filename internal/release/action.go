@@ -11,7 +11,7 @@ import (
 
 // dockerfileImage is the runs.image line of ferry's container actions on
 // the main branch: the runner builds the Dockerfile.
-var dockerfileImage = regexp.MustCompile(`(?m)^(\s*image:\s*)["']?(\.\./\.\./)?Dockerfile["']?\s*$`)
+var dockerfileImage = regexp.MustCompile(`(?m)^([ \t]*image:[ \t]*)["']?(\.\./\.\./)?Dockerfile["']?[ \t]*$`)
 
 // ActionDirs are the folders of ferry's actions besides the root's
 // action.yml: every file under them belongs to the release commit.

@@ -58,8 +58,8 @@ func ResolveSource(ctx context.Context, root, want string) (Source, error) {
 	} else if status != "" {
 		var files []string
 		for _, line := range strings.Split(status, "\n") {
-			if len(line) > 3 {
-				files = append(files, strings.TrimSpace(line[3:]))
+			if f := strings.Fields(line); len(f) > 1 {
+				files = append(files, f[len(f)-1])
 			}
 		}
 		return Source{}, &DirtyError{Files: files}
