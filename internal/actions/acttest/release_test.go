@@ -116,10 +116,12 @@ func TestReleaseWorkflowOnGitea(t *testing.T) {
 	pinned := repo + ":" + version + "-action@" + actionDigest
 
 	// The release: the archives, the binaries' and the image's SBOMs,
-	// each matching the checksums, which the bundle signs.
+	// each matching the checksums, which one bundle signs and another
+	// attests the binaries' provenance of.
 	files := giteaRelease(t, g, f, version)
 	sumsName := "ferry_" + version + "_checksums.txt"
-	want := []string{sumsName, sumsName + ".sigstore.json", "ferry_" + version + "_image.cdx.json"}
+	provName := "ferry_" + version + "_provenance.sigstore.json"
+	want := []string{sumsName, sumsName + ".sigstore.json", provName, "ferry_" + version + "_image.cdx.json"}
 	for _, p := range releasePlatforms {
 		base := "ferry_" + version + "_" + strings.ReplaceAll(p, "/", "_")
 		want = append(want, base+".tar.gz", base+".cdx.json")
@@ -130,7 +132,7 @@ func TestReleaseWorkflowOnGitea(t *testing.T) {
 	}
 	sums := checksums(t, files[sumsName])
 	for _, name := range want {
-		if strings.HasPrefix(name, sumsName) {
+		if strings.HasPrefix(name, sumsName) || name == provName {
 			continue
 		}
 		sum := sha256.Sum256(files[name])
@@ -138,7 +140,8 @@ func TestReleaseWorkflowOnGitea(t *testing.T) {
 			t.Errorf("%s: sha256 %s, the checksums file says %q", name, got, sums[name])
 		}
 	}
-	key.verifyBlob(t, files[sumsName], files[sumsName+".sigstore.json"])
+	key.verifyBlob(t, files[sumsName], files[sumsName+".sigstore.json"], "")
+	key.verifyBlob(t, files[sumsName], files[provName], "slsaprovenance1")
 
 	// The release commit, which the tags now name.
 	f.git("fetch", "-q", "--force", "origin", "+refs/tags/*:refs/tags/*", "+refs/heads/main:refs/remotes/origin/main")
@@ -203,6 +206,12 @@ func TestReleaseWorkflowOnGitea(t *testing.T) {
 	digests, err := r.ImageDigests(ctx, pinned)
 	if err != nil || !slices.ContainsFunc(digests, func(d string) bool { return strings.HasSuffix(d, "@"+actionDigest) }) {
 		t.Errorf("after the diff job the runner's store has %s as %v (%v), want it pulled by %s", pinned, digests, err, actionDigest)
+	}
+	steps := strings.Join(StepLines(dres.Log), "\n")
+	for _, want := range []string{"--- ConfigMap/web/web-config (changed)", "+  greeting: hello-release"} {
+		if !strings.Contains(steps, want) {
+			t.Errorf("ferry's diff in the job log lacks %q:\n%s", want, steps)
+		}
 	}
 	comments := ferryComments(t, g, fl, pr.Number)
 	if len(comments) != 1 || !strings.Contains(comments[0].Body, "hello-release") || !strings.Contains(comments[0].Body, "ConfigMap/web/web-config") {
@@ -407,8 +416,9 @@ func (k cosignKey) verify(t *testing.T, f *fleet, ref string) {
 }
 
 // verifyBlob runs cosign verify-blob --key on the checksums and their
-// bundle.
-func (k cosignKey) verifyBlob(t *testing.T, blob, bundle []byte) {
+// bundle, or verify-blob-attestation when the bundle is an attestation of
+// that type.
+func (k cosignKey) verifyBlob(t *testing.T, blob, bundle []byte, attestation string) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, b := range map[string][]byte{"checksums.txt": blob, "bundle.json": bundle} {
@@ -416,8 +426,12 @@ func (k cosignKey) verifyBlob(t *testing.T, blob, bundle []byte) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(k.cosign, "verify-blob", "--key", k.public, "--bundle", filepath.Join(dir, "bundle.json"), "--insecure-ignore-tlog=true", filepath.Join(dir, "checksums.txt"))
+	args := []string{"verify-blob", "--key", k.public, "--bundle", filepath.Join(dir, "bundle.json"), "--insecure-ignore-tlog=true"}
+	if attestation != "" {
+		args = append([]string{"verify-blob-attestation", "--type", attestation}, args[1:]...)
+	}
+	cmd := exec.Command(k.cosign, append(args, filepath.Join(dir, "checksums.txt"))...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("cosign verify-blob --key of the checksums: %v\n%s", err, out)
+		t.Errorf("cosign %s --key of the checksums: %v\n%s", args[0], err, out)
 	}
 }
