@@ -13,8 +13,9 @@
 #                            localhost/ferry-action:TAG.
 #                            Writes STATE/env: shell assignments of ACT,
 #                            DOCKER_HOST, CONTAINERS_CONF,
-#                            CONTAINERS_STORAGE_CONF, JOB_IMAGE, FERRY_IMAGE
-#                            and PODMAN_PID.
+#                            CONTAINERS_STORAGE_CONF,
+#                            CONTAINERS_REGISTRIES_CONF, JOB_IMAGE,
+#                            FERRY_IMAGE and PODMAN_PID.
 #   hack/act.sh down STATE   remove every container it ran, stop the
 #                            service and what is left of podman's processes
 #                            for STATE (exec sessions' conmon linger for
@@ -71,7 +72,23 @@ cgroup_manager = "cgroupfs"
 events_logger = "file"
 tmp_dir = "$STATE/tmp"
 EOF
+  # The tests' registries (docker-registry, Gitea's) listen on 127.0.0.1
+  # and a port chosen at their start, over plain HTTP: pulls from any port
+  # of 127.0.0.1 and localhost may use HTTP. containers/image (podman 4.3)
+  # matches a location without a port against every port of that host
+  # (the prefix match stops at ":"); the runner's podman reads this file
+  # once, before any test's registry starts, so the ports cannot be listed.
+  cat > "$STATE/conf/registries.conf" <<EOF
+unqualified-search-registries = []
+[[registry]]
+location = "127.0.0.1"
+insecure = true
+[[registry]]
+location = "localhost"
+insecure = true
+EOF
   export CONTAINERS_STORAGE_CONF="$STATE/conf/storage.conf" CONTAINERS_CONF="$STATE/conf/containers.conf"
+  export CONTAINERS_REGISTRIES_CONF="$STATE/conf/registries.conf"
   export TMPDIR="$STATE/tmp" DOCKER_HOST="unix://$STATE/podman.sock"
 }
 
@@ -161,6 +178,7 @@ ACT=$CACHE/bin/act
 DOCKER_HOST=$DOCKER_HOST
 CONTAINERS_CONF=$CONTAINERS_CONF
 CONTAINERS_STORAGE_CONF=$CONTAINERS_STORAGE_CONF
+CONTAINERS_REGISTRIES_CONF=$CONTAINERS_REGISTRIES_CONF
 JOB_IMAGE=$JOB_IMAGE
 FERRY_IMAGE=$FERRY_IMAGE
 PODMAN_PID=$pid
