@@ -476,6 +476,6 @@ func copyTree(from, to string) error {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return err
 		}
-		return os.WriteFile(dst, b, 0o644)
+		return writeLike(dst, b, path)
 	})
 }
