@@ -54,7 +54,7 @@ func PinActions(root, out, image string) ([]string, error) {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
+		if err := writeLike(dst, b, filepath.Join(root, rel)); err != nil {
 			return nil, err
 		}
 	}
@@ -73,4 +73,17 @@ func pin(rel string, b []byte, image string) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("%s: neither a container action building the Dockerfile nor a composite action", rel)
 	}
+}
+
+// writeLike writes b to dst with the mode of the file src (a script
+// stays executable in the release commit).
+func writeLike(dst string, b []byte, src string) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(dst, b, fi.Mode().Perm()); err != nil {
+		return err
+	}
+	return os.Chmod(dst, fi.Mode().Perm())
 }

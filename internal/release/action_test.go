@@ -31,6 +31,7 @@ func TestPinActions(t *testing.T) {
 		"setup/install.sh":        "#!/bin/sh\n",
 		"internal/other/file.txt": "not an action file\n",
 	})
+	os.Chmod(filepath.Join(root, "setup", "install.sh"), 0o755)
 	out := t.TempDir()
 	files, err := PinActions(root, out, image)
 	if err != nil {
@@ -54,6 +55,9 @@ func TestPinActions(t *testing.T) {
 	}
 	if got := read("steps/diff/README.md"); got != "image: Dockerfile is what main says\n" {
 		t.Errorf("a README changed:\n%s", got)
+	}
+	if fi, err := os.Stat(filepath.Join(out, "setup", "install.sh")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("setup/install.sh: %v, mode %v, want the source's 0755", err, fi.Mode())
 	}
 	if got := read("setup/action.yml"); got != "name: setup\nruns:\n  using: composite\n  steps: []\n" {
 		t.Errorf("the composite action changed:\n%s", got)

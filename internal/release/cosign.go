@@ -89,6 +89,14 @@ func (c Cosign) SignBlob(ctx context.Context, file, bundle string) error {
 	return wrap("signing "+file, err)
 }
 
+// AttestBlob writes a bundle of a signed in-toto statement whose subject
+// is the file and whose predicate is the predicate file.
+func (c Cosign) AttestBlob(ctx context.Context, file, predicateType, predicate, bundle string) error {
+	args := append([]string{"attest-blob", "--yes", "--type", predicateType, "--predicate", predicate, "--bundle", bundle}, c.offline()...)
+	_, err := c.run(ctx, append(args, file)...)
+	return wrap("attesting "+predicateType+" of "+file, err)
+}
+
 func wrap(what string, err error) error {
 	if err == nil {
 		return nil

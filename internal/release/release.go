@@ -93,11 +93,6 @@ type Result struct {
 // signing key's password) runs before anything is built or pushed.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	started := time.Now()
-	say := func(s string) {
-		if o.Progress != nil {
-			o.Progress(s)
-		}
-	}
 	src, err := ResolveSource(ctx, o.Root, o.Version)
 	if err != nil {
 		return nil, err
@@ -117,7 +112,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	say("release " + src.Version + " of " + short(src.Commit))
+	o.say("release " + src.Version + " of " + short(src.Commit))
 	if err := os.RemoveAll(o.Dist); err != nil {
 		return nil, err
 	}
@@ -127,8 +122,44 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer os.RemoveAll(build)
 	res := &Result{Version: src.Version, Commit: src.Commit, Date: src.Time.Format(time.RFC3339), Tagged: src.Tagged, Images: map[string]ImageRef{}}
+	bins, err := o.buildFiles(ctx, src, build, res)
+	if err != nil {
+		return nil, err
+	}
+	provenance, err := WriteProvenance(build, "provenance.json", src, o, goVersion(bins), started, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if !o.NoImages {
+		imageSBOM, err := o.pushImages(ctx, src, bins, refs, res, provenance)
+		if err != nil {
+			return nil, err
+		}
+		res.Files = append(res.Files, imageSBOM)
+	}
+	if err := o.checksums(ctx, src, res, provenance, pub); err != nil {
+		return nil, err
+	}
+	if err := o.writeAction(src, res, pub); err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return res, os.WriteFile(filepath.Join(o.Dist, "release.json"), append(b, '\n'), 0o644)
+}
 
-	say("building " + platformList(o.Platforms))
+func (o Options) say(s string) {
+	if o.Progress != nil {
+		o.Progress(s)
+	}
+}
+
+// buildFiles builds the binaries into build, and their archives and
+// SBOMs into Dist (added to res.Files).
+func (o Options) buildFiles(ctx context.Context, src Source, build string, res *Result) ([]Binary, error) {
+	o.say("building " + platformList(o.Platforms))
 	bins, err := Build(ctx, o.Go, o.Root, build, src, o.Platforms)
 	if err != nil {
 		return nil, err
@@ -144,51 +175,46 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		res.Files = append(res.Files, a, s)
 	}
-	provenance, err := WriteProvenance(build, "provenance.json", src, o, goVersion(bins), started, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	if !o.NoImages {
-		imageSBOM, err := o.pushImages(ctx, src, bins, refs, res, provenance)
-		if err != nil {
-			return nil, err
-		}
-		res.Files = append(res.Files, imageSBOM)
-	}
+	return bins, nil
+}
+
+// checksums writes the checksums file of res.Files and, when signing,
+// its signature bundle, the binaries' provenance (whose subject is the
+// checksums file, which names every archive and SBOM by digest) and the
+// public key.
+func (o Options) checksums(ctx context.Context, src Source, res *Result, provenance string, pub []byte) error {
 	sums, err := WriteChecksums(o.Dist, src.Version, res.Files)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.Files = append(res.Files, sums)
-	if o.Cosign != nil {
-		res.Signed = "key"
-		if o.Cosign.Keyless {
-			res.Signed = "keyless"
-		}
-		say("signing " + sums.Name)
-		bundle := sums.Name + ".sigstore.json"
-		if err := o.Cosign.SignBlob(ctx, filepath.Join(o.Dist, sums.Name), filepath.Join(o.Dist, bundle)); err != nil {
-			return nil, err
-		}
-		f, err := hashFile(o.Dist, bundle, "")
+	if o.Cosign == nil {
+		return nil
+	}
+	res.Signed = "key"
+	if o.Cosign.Keyless {
+		res.Signed = "keyless"
+	}
+	o.say("signing " + sums.Name)
+	path := filepath.Join(o.Dist, sums.Name)
+	bundle, provBundle := sums.Name+".sigstore.json", ProvenanceName(src.Version)
+	if err := o.Cosign.SignBlob(ctx, path, filepath.Join(o.Dist, bundle)); err != nil {
+		return err
+	}
+	if err := o.Cosign.AttestBlob(ctx, path, "slsaprovenance1", provenance, filepath.Join(o.Dist, provBundle)); err != nil {
+		return err
+	}
+	for _, name := range []string{bundle, provBundle} {
+		f, err := hashFile(o.Dist, name, "")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.Files = append(res.Files, f)
-		if len(pub) > 0 {
-			if err := os.WriteFile(filepath.Join(o.Dist, "cosign.pub"), pub, 0o644); err != nil {
-				return nil, err
-			}
-		}
 	}
-	if err := o.writeAction(src, res, pub); err != nil {
-		return nil, err
+	if len(pub) == 0 {
+		return nil
 	}
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return res, os.WriteFile(filepath.Join(o.Dist, "release.json"), append(b, '\n'), 0o644)
+	return os.WriteFile(filepath.Join(o.Dist, "cosign.pub"), pub, 0o644)
 }
 
 // check validates the options that need no network.
@@ -251,9 +277,7 @@ func (o Options) pushImages(ctx context.Context, src Source, bins []Binary, refs
 			return File{}, err
 		}
 		ref := refs[v.Name]
-		if o.Progress != nil {
-			o.Progress("pushing " + ref.String())
-		}
+		o.say("pushing " + ref.String())
 		if err := remote.WriteIndex(ref, idx, remote.WithAuthFromKeychain(o.keychain()), remote.WithContext(ctx)); err != nil {
 			return File{}, fmt.Errorf("pushing %s: %w", ref, err)
 		}
@@ -272,9 +296,7 @@ func (o Options) pushImages(ctx context.Context, src Source, bins []Binary, refs
 	}
 	for _, v := range Variants {
 		ref := res.Images[v.Name].Pinned()
-		if o.Progress != nil {
-			o.Progress("signing " + ref)
-		}
+		o.say("signing " + ref)
 		if err := o.Cosign.SignImage(ctx, ref); err != nil {
 			return File{}, err
 		}
@@ -287,6 +309,10 @@ func (o Options) pushImages(ctx context.Context, src Source, bins []Binary, refs
 	}
 	return sbom, nil
 }
+
+// ProvenanceName is the bundle of the binaries' SLSA provenance, whose
+// subject is the checksums file.
+func ProvenanceName(version string) string { return "ferry_" + version + "_provenance.sigstore.json" }
 
 // ImageSBOMName is the SBOM of the images.
 func ImageSBOMName(version string) string { return "ferry_" + version + "_image.cdx.json" }
@@ -431,6 +457,9 @@ func caBundleComponent() cdx.Component {
 
 // copyTree copies the files under from into to.
 func copyTree(from, to string) error {
+	if _, err := os.Stat(from); os.IsNotExist(err) {
+		return nil
+	}
 	return filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -447,6 +476,6 @@ func copyTree(from, to string) error {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return err
 		}
-		return os.WriteFile(dst, b, 0o644)
+		return writeLike(dst, b, path)
 	})
 }

@@ -12,6 +12,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +39,7 @@ type Runner struct {
 	state string // hack/act.sh's STATE folder
 	act   string
 	env   []string // DOCKER_HOST and podman's configuration
+	sock  string   // podman's API socket
 	graph string   // podman's image store
 	pid   int      // podman's service
 
@@ -156,7 +160,8 @@ func start(ctx context.Context) (*Runner, error) {
 		act:        vars["ACT"],
 	}
 	fmt.Sscan(vars["PODMAN_PID"], &r.pid)
-	for _, k := range []string{"DOCKER_HOST", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF"} {
+	r.sock = strings.TrimPrefix(vars["DOCKER_HOST"], "unix://")
+	for _, k := range []string{"DOCKER_HOST", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF"} {
 		r.env = append(r.env, k+"="+vars[k])
 	}
 	r.graph, err = graphRoot(vars["CONTAINERS_STORAGE_CONF"])
@@ -192,6 +197,40 @@ func (r *Runner) Graph() string { return r.graph }
 // PID is podman's API service.
 func (r *Runner) PID() int { return r.pid }
 
+// ImageDigests returns the repository digests (name@sha256:...) of the
+// image ref in the runner's store, asked of podman's Docker-compatible
+// API as act asks it; nil when the store has no such image.
+func (r *Runner) ImageDigests(ctx context.Context, ref string) ([]string, error) {
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", r.sock)
+	}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://podman/v1.41/images/"+ref+"/json", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		return nil, nil
+	case http.StatusOK:
+	default:
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("podman: inspecting %s: %s: %s", ref, resp.Status, bytes.TrimSpace(b))
+	}
+	var img struct{ RepoDigests []string }
+	if err := json.NewDecoder(resp.Body).Decode(&img); err != nil {
+		return nil, fmt.Errorf("podman: inspecting %s: %w", ref, err)
+	}
+	if img.RepoDigests == nil {
+		img.RepoDigests = []string{}
+	}
+	return img.RepoDigests, nil
+}
+
 func readEnv(path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -203,7 +242,7 @@ func readEnv(path string) (map[string]string, error) {
 			vars[k] = v
 		}
 	}
-	for _, k := range []string{"ACT", "DOCKER_HOST", "FERRY_IMAGE", "JOB_IMAGE", "CONTAINERS_STORAGE_CONF"} {
+	for _, k := range []string{"ACT", "DOCKER_HOST", "FERRY_IMAGE", "JOB_IMAGE", "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF"} {
 		if vars[k] == "" {
 			return nil, fmt.Errorf("%s: no %s", path, k)
 		}
@@ -254,6 +293,14 @@ type Job struct {
 	// Actions serves uses: owner/repo@ref from a folder (act's
 	// --local-repository), as "owner/repo@ref" -> folder.
 	Actions map[string]string
+	// Vars are the workflow's configuration variables (the vars context).
+	Vars map[string]string
+	// ContainerOptions are docker run options for the job's containers
+	// (act's --container-options): volumes (-v HOST:CONTAINER[:ro]) that
+	// bring the host's tools into the job, see HostGo.
+	ContainerOptions string
+	// Timeout bounds the run (default 10 minutes).
+	Timeout time.Duration
 	// ShowSecrets turns act's masking off (--insecure-secrets): the log
 	// is what the steps printed, the values of Secrets included, so a
 	// test can see whether a step wrote a secret that a runner's masking
@@ -296,8 +343,12 @@ func (r *Runner) Run(t testing.TB, job Job) Result {
 	if err := os.WriteFile(secrets, []byte(dotenv(job.Secrets)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	envFile := filepath.Join(tmp, "vars.env")
+	envFile := filepath.Join(tmp, "env.env")
 	if err := os.WriteFile(envFile, []byte(dotenv(job.Env)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	varFile := filepath.Join(tmp, "vars.env")
+	if err := os.WriteFile(varFile, []byte(dotenv(job.Vars)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	platform := r.JobImage
@@ -316,7 +367,7 @@ func (r *Runner) Run(t testing.TB, job Job) Result {
 		"--no-skip-checkout",
 		"--secret-file", secrets,
 		"--env-file", envFile,
-		"--var-file", os.DevNull,
+		"--var-file", varFile,
 		"--rm",
 	}
 	if job.ServerHost != "" {
@@ -324,6 +375,9 @@ func (r *Runner) Run(t testing.TB, job Job) Result {
 	}
 	if job.ShowSecrets {
 		args = append(args, "--insecure-secrets")
+	}
+	if job.ContainerOptions != "" {
+		args = append(args, "--container-options", job.ContainerOptions)
 	}
 	refs := make([]string, 0, len(job.Actions))
 	for ref := range job.Actions {
@@ -338,7 +392,11 @@ func (r *Runner) Run(t testing.TB, job Job) Result {
 	// share them. Runs of the same workflow file wait for each other.
 	unlock := r.lockWorkflow(filepath.Base(job.Workflow))
 	defer unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	timeout := job.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.act, args...)
 	cmd.Dir = job.Dir

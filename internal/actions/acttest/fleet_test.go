@@ -30,8 +30,14 @@ type fleet struct {
 
 func newFleet(t *testing.T, g *giteatest.Gitea) *fleet {
 	t.Helper()
+	return newRepo(t, g, "fleet")
+}
+
+// newRepo is newFleet for a repository called name.
+func newRepo(t *testing.T, g *giteatest.Gitea, name string) *fleet {
+	t.Helper()
 	started.add(func() { started.gitea = g })
-	f := &fleet{t: t, gitea: g, owner: giteatest.Unique("acme"), name: "fleet", key: secretstest.NewKey(t)}
+	f := &fleet{t: t, gitea: g, owner: giteatest.Unique("acme"), name: name, key: secretstest.NewKey(t)}
 	f.token = g.CreateUser(t, f.owner)
 	g.CreateRepo(t, f.owner, f.name)
 	f.dir = filepath.Join(t.TempDir(), f.name)

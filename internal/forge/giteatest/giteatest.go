@@ -466,8 +466,10 @@ ENABLED = false
 [actions]
 ENABLED = false
 
+; The container registry, 127.0.0.1:PORT/OWNER/IMAGE over plain HTTP
+; (the release workflow's tests).
 [packages]
-ENABLED = false
+ENABLED = true
 
 [other]
 SHOW_FOOTER_VERSION = false
