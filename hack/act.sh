@@ -130,15 +130,17 @@ mirror() {
 }
 
 # The job image: what ubuntu-latest gives the steps ferry's workflows run
-# (bash, git, CA certificates, node for JavaScript actions), made with
-# debootstrap from the Debian mirror, since no registry can be reached.
+# (bash, git, CA certificates, node for JavaScript actions, curl for the
+# setup action's download), made with debootstrap from the Debian mirror,
+# since no registry can be reached. The tarball's name changes with its
+# package list, so an older cache is not reused.
 job_image() {
   if podman image exists "$JOB_IMAGE"; then return; fi
-  local tarball="$CACHE/act-debian-bookworm.tar"
+  local tarball="$CACHE/act-debian-bookworm-curl.tar"
   if [ ! -s "$tarball" ]; then
-    say "debootstrap bookworm (bash, git, ca-certificates, nodejs) for the job image; cached in $tarball"
+    say "debootstrap bookworm (bash, git, ca-certificates, nodejs, curl) for the job image; cached in $tarball"
     local rootfs="$STATE/rootfs"
-    debootstrap --variant=minbase --include=bash,git,ca-certificates,nodejs bookworm "$rootfs" "$(mirror)" >"$STATE/debootstrap.log" 2>&1 \
+    debootstrap --variant=minbase --include=bash,git,ca-certificates,nodejs,curl bookworm "$rootfs" "$(mirror)" >"$STATE/debootstrap.log" 2>&1 \
       || { tail -20 "$STATE/debootstrap.log" >&2; exit 1; }
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
     tar -C "$rootfs" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"

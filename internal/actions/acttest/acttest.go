@@ -307,6 +307,11 @@ type Job struct {
 	// would hide. The values of ::add-mask:: commands are still not
 	// printed (act prints "***" for the command itself).
 	ShowSecrets bool
+	// HostMode runs the jobs on this machine itself instead of in the job
+	// image (act's -P ubuntu-latest=-self-hosted), as Gitea act_runner's
+	// host executor and self-hosted runners without a container runtime
+	// run them. Container actions cannot run there.
+	HostMode bool
 }
 
 // Result is what a run left behind.
@@ -346,11 +351,15 @@ func (r *Runner) Run(t testing.TB, job Job) Result {
 	if err := os.WriteFile(varFile, []byte(dotenv(job.Vars)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	platform := r.JobImage
+	if job.HostMode {
+		platform = "-self-hosted"
+	}
 	args := []string{
 		job.Event,
 		"-W", job.Workflow,
 		"-e", event,
-		"-P", "ubuntu-latest=" + r.JobImage,
+		"-P", "ubuntu-latest=" + platform,
 		"--pull=false",
 		"--action-offline-mode",
 		"--no-cache-server",
