@@ -169,6 +169,7 @@ func (o *applyOptions) selectTargets(ctx context.Context, e *env, args []string)
 	if err != nil {
 		return nil, nil, err
 	}
+	o.cluster.readFromClusters(e, repo)
 	targets, err := repo.Select(args)
 	if err != nil {
 		return nil, nil, err

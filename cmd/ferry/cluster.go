@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/gitrepo"
@@ -81,4 +83,22 @@ func checkedOut(e *env, root, flag string) (revision string, isAncestor func(a, 
 		flag = e.getenv("GITHUB_SHA")
 	}
 	return gitrepo.CheckedOut(root, flag)
+}
+
+// readFromClusters has repo read the substituteFrom sources no render
+// holds from each target's cluster (see config.Repo.ReadFromClusters):
+// the commands that reach clusters render with what the cluster holds.
+func (c *clusterFlags) readFromClusters(e *env, repo *config.Repo) {
+	repo.ReadFromClusters(c.clusterReader(e))
+}
+
+// clusterReader reads a ConfigMap or Secret from a target's cluster.
+func (c *clusterFlags) clusterReader(e *env) config.ClusterReader {
+	return func(ctx context.Context, t *config.Target, kind, namespace, name string) (*unstructured.Unstructured, error) {
+		cl, err := c.client(e, t)
+		if err != nil {
+			return nil, err
+		}
+		return cl.GetCore(ctx, kind, namespace, name)
+	}
 }

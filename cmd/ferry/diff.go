@@ -79,6 +79,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	dopts.Mask = e.masker
 	if o.live {
 		dopts.Live = o.liveCompare(e)
+		dopts.ReadCluster = o.cluster.clusterReader(e)
 	}
 	if o.notifyOn {
 		// The events are about the head's targets; where they go is the

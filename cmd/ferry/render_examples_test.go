@@ -78,7 +78,7 @@ func targetNames(t *testing.T, list string) []string {
 	t.Helper()
 	var names []string
 	for i, line := range strings.Split(strings.TrimSpace(list), "\n") {
-		if i == 0 || strings.HasPrefix(line, "skipped ") {
+		if i == 0 || strings.HasPrefix(line, "skipped ") || strings.HasPrefix(line, "cluster ") {
 			continue
 		}
 		names = append(names, strings.Fields(line)[0])

@@ -425,12 +425,12 @@ func badInputs() []badInput {
 			want: []string{"dependsOn cycle", "a -> b -> a"},
 		},
 		{
-			name: "substituteFrom ConfigMap that does not exist",
+			name: "substituteFrom variable with a name Flux refuses",
 			setup: func(r *testRepo) map[string]string {
-				r.write("ferry.yaml", "targets:\n  - name: app\n    path: app\n    postBuild:\n      substituteFrom:\n        - kind: ConfigMap\n          name: cluster-vars\n")
+				r.write("ferry.yaml", "targets:\n  - name: app\n    path: app\n    postBuild:\n      substitute:\n        bad-name: x\n")
 				return nil
 			},
-			want: []string{`target "app"`, "substituteFrom", "ConfigMap/cluster-vars"},
+			want: []string{`target "app"`, "postBuild substitution", "'bad-name' var name is invalid"},
 		},
 		{
 			name: "unknown target name",

@@ -14,7 +14,11 @@ import (
 // in the repository: the ExternalArtifact of that name and namespace.
 type generatedArtifact struct {
 	generator FluxObject
+	// cluster is the cluster whose folder holds the generator's file, ""
+	// for a file outside every cluster folder.
+	cluster   string
 	namespace string
+	name      string
 	sources   []generatorSource
 	copy      []render.CopyRule
 }
@@ -27,10 +31,12 @@ type generatorSource struct {
 }
 
 // indexArtifacts finds the ExternalArtifacts the repository's
-// ArtifactGenerators make, by namespace/name. A generator without a
+// ArtifactGenerators make, in file order. A generator without a
 // namespace in its file takes the one its kustomization gives it.
-func indexArtifacts(objs []FluxObject, inc *includes) map[string]*generatedArtifact {
-	out := map[string]*generatedArtifact{}
+// Namespace and name are unique in a cluster only: each cluster of a
+// fleet may keep a generator of the same name (see artifactFor).
+func indexArtifacts(objs []FluxObject, inc *includes, roots []clusterRoot) []*generatedArtifact {
+	var out []*generatedArtifact
 	for _, o := range objs {
 		gvk := o.Object.GroupVersionKind()
 		if gvk.Group != SourceExtensionsGroup || gvk.Kind != "ArtifactGenerator" {
@@ -53,22 +59,43 @@ func indexArtifacts(objs []FluxObject, inc *includes) map[string]*generatedArtif
 			continue // left to the target that uses it to report
 		}
 		for _, a := range spec.Artifacts {
-			key := ns + "/" + a.Name
-			if _, dup := out[key]; !dup {
-				out[key] = &generatedArtifact{generator: o, namespace: ns, sources: spec.Sources, copy: a.Copy}
-			}
+			out = append(out, &generatedArtifact{generator: o, cluster: clusterOfFile(o.File, roots), namespace: ns, name: a.Name, sources: spec.Sources, copy: a.Copy})
 		}
 	}
 	return out
+}
+
+// artifactFor finds the generator of the ExternalArtifact ns/name as
+// t's cluster sees it: one in the cluster's folder first, then one its
+// root's render reads (a shared folder the root includes), then one
+// outside every cluster folder; the first in file order of each.
+func (r *Repo) artifactFor(t *Target, ns, name string) *generatedArtifact {
+	tiers := []func(*generatedArtifact) bool{
+		func(ga *generatedArtifact) bool { return t.Cluster != "" && ga.cluster == t.Cluster },
+		func(ga *generatedArtifact) bool { return r.rootFiles[t.Cluster][ga.generator.File] },
+		func(ga *generatedArtifact) bool { return ga.cluster == "" },
+	}
+	for _, in := range tiers {
+		for _, ga := range r.artifacts {
+			if ga.namespace == ns && ga.name == name && in(ga) {
+				return ga
+			}
+		}
+	}
+	return nil
 }
 
 // resolveArtifact sets what a target whose sourceRef is the
 // ExternalArtifact ns/name renders from, or returns why it cannot be.
 func (r *Repo) resolveArtifact(t *Target, ns, name string, self map[string]bool) string {
 	id := "ExternalArtifact/" + ns + "/" + name
-	ga := r.artifacts[ns+"/"+name]
+	ga := r.artifactFor(t, ns, name)
 	if ga == nil {
-		return fmt.Sprintf("source %s: no ArtifactGenerator in this repository makes it", id)
+		where := "this repository"
+		if t.Cluster != "" {
+			where = "cluster " + t.Cluster
+		}
+		return fmt.Sprintf("source %s: no ArtifactGenerator of %s makes it", id, where)
 	}
 	gen := fmt.Sprintf("ArtifactGenerator/%s/%s (%s)", ga.namespace, ga.generator.Object.GetName(), ga.generator.Where())
 	a := &render.Artifact{Name: name, Generator: gen, Sources: map[string]render.ArtifactSource{}, Copy: ga.copy}

@@ -31,10 +31,13 @@ func (r *Repo) discover(ctx context.Context) error {
 		return err
 	}
 	roots := findClusterRoots(r.Root, objs)
+	roots = r.instanceChartRoots(ctx, objs, roots)
+	roots = r.declaredRoots(roots)
+	sort.Slice(roots, func(i, j int) bool { return roots[i].Name < roots[j].Name })
 	if err := checkClusterNames(roots); err != nil {
 		return err
 	}
-	r.artifacts = indexArtifacts(objs, inc)
+	r.artifacts = indexArtifacts(objs, inc, roots)
 	r.self = selfSources(objs, roots)
 	d := &discovery{
 		r:       r,
@@ -94,7 +97,12 @@ func (d *discovery) renderRoots(ctx context.Context) error {
 		r.rootVars[root.Name] = substitutionSources(res.Set.Objects)
 		r.rootObjs[root.Name] = rootKept(res.Set.Objects)
 		r.rootAPIs[root.Name] = definedAPIVersions(res.Set.Objects)
-		d.idx.markRead(d.reached, r.repoFiles(dir, res.Files))
+		files := r.repoFiles(dir, res.Files)
+		d.idx.markRead(d.reached, files)
+		r.rootFiles[root.Name] = map[string]bool{}
+		for _, f := range files {
+			r.rootFiles[root.Name][f] = true
+		}
 		for _, o := range res.Set.Objects {
 			if !isKustomization(o) || (root.sync != nil && o.GetName() == root.sync.Object.GetName() && o.GetNamespace() == root.sync.Object.GetNamespace()) {
 				continue
@@ -337,7 +345,7 @@ func findClusterRoots(root string, objs []FluxObject) []clusterRoot {
 			continue
 		}
 		covered[p] = true
-		roots = append(roots, clusterRoot{Cluster: Cluster{Name: path.Base(p), Path: p, Origin: o.Where()}, sync: o})
+		roots = append(roots, clusterRoot{Cluster: Cluster{Name: path.Base(p), Path: p, Origin: o.Where(), From: ClusterFromSync}, sync: o})
 	}
 	// A Flux Operator FluxInstance declares its cluster's sync itself.
 	for _, o := range objs {
@@ -348,7 +356,7 @@ func findClusterRoots(root string, objs []FluxObject) []clusterRoot {
 				continue
 			}
 			covered[p] = true
-			roots = append(roots, clusterRoot{Cluster: Cluster{Name: path.Base(p), Path: p, Origin: o.Where()}, sync: sync})
+			roots = append(roots, clusterRoot{Cluster: Cluster{Name: path.Base(p), Path: p, Origin: o.Where(), From: ClusterFromInstance}, sync: sync})
 		}
 	}
 	entries, _ := os.ReadDir(filepath.Join(root, "clusters"))
@@ -357,34 +365,40 @@ func findClusterRoots(root string, objs []FluxObject) []clusterRoot {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || covered[p] {
 			continue
 		}
-		roots = append(roots, clusterRoot{Cluster: Cluster{Name: e.Name(), Path: p, Origin: p + "/"}})
+		roots = append(roots, clusterRoot{Cluster: Cluster{Name: e.Name(), Path: p, Origin: p + "/", From: ClusterFromFolder}})
 	}
 	sort.Slice(roots, func(i, j int) bool { return roots[i].Name < roots[j].Name })
 	return roots
 }
 
 // instanceSync is the sync Kustomization the Flux Operator makes of a
-// FluxInstance's spec.sync (named spec.sync.name, or the instance's
-// namespace, over a source of spec.sync.kind with that name), or nil for
-// any other object.
+// FluxInstance's spec.sync, or nil for any other object.
 func instanceSync(o FluxObject) *FluxObject {
 	gvk := o.Object.GroupVersionKind()
 	if gvk.Group != OperatorGroup || gvk.Kind != "FluxInstance" {
 		return nil
 	}
-	sync := map[string]string{}
-	for _, f := range []string{"kind", "name", "path"} {
-		sync[f], _, _ = unstructured.NestedString(o.Object.Object, "spec", "sync", f)
+	sync, _, _ := unstructured.NestedMap(o.Object.Object, "spec", "sync")
+	return syncKustomization(namespaceOr(o.Object.GetNamespace()), sync, o.File, o.Line)
+}
+
+// syncKustomization is the sync Kustomization the Flux Operator makes of
+// a FluxInstance's spec.sync in namespace ns: named sync.name, or the
+// namespace, over a source of sync.kind (GitRepository) of that name; nil
+// when sync has no path.
+func syncKustomization(ns string, sync map[string]any, file string, line int) *FluxObject {
+	field := func(f string) string {
+		v, _ := sync[f].(string)
+		return v
 	}
-	if sync["path"] == "" {
+	if field("path") == "" {
 		return nil
 	}
-	ns := namespaceOr(o.Object.GetNamespace())
-	name := sync["name"]
+	name := field("name")
 	if name == "" {
 		name = ns
 	}
-	kind := sync["kind"]
+	kind := field("kind")
 	if kind == "" {
 		kind = "GitRepository"
 	}
@@ -393,12 +407,12 @@ func instanceSync(o FluxObject) *FluxObject {
 		"kind":       "Kustomization",
 		"metadata":   map[string]any{"name": name, "namespace": ns},
 		"spec": map[string]any{
-			"path":      "./" + strings.TrimPrefix(path.Clean(strings.TrimPrefix(sync["path"], "./")), "/"),
+			"path":      "./" + strings.TrimPrefix(path.Clean(strings.TrimPrefix(field("path"), "./")), "/"),
 			"prune":     true,
 			"sourceRef": map[string]any{"kind": kind, "name": name},
 		},
 	}}
-	return &FluxObject{Object: ks, File: o.File, Line: o.Line}
+	return &FluxObject{Object: ks, File: file, Line: line}
 }
 
 func clusterOfFile(file string, roots []clusterRoot) string {

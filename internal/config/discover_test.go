@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,8 +48,8 @@ func TestDiscoverFleet(t *testing.T) {
 		t.Errorf("targets (-want +got):\n%s", diff)
 	}
 	wantClusters := []config.Cluster{
-		{Name: "production", Path: "clusters/production", Origin: "clusters/production/flux-system/gotk-sync.yaml:12"},
-		{Name: "staging", Path: "clusters/staging", Origin: "clusters/staging/flux-system/gotk-sync.yaml:12"},
+		{Name: "production", Path: "clusters/production", Origin: "clusters/production/flux-system/gotk-sync.yaml:12", From: config.ClusterFromSync},
+		{Name: "staging", Path: "clusters/staging", Origin: "clusters/staging/flux-system/gotk-sync.yaml:12", From: config.ClusterFromSync},
 	}
 	if diff := cmp.Diff(wantClusters, repo.Clusters); diff != "" {
 		t.Errorf("Clusters (-want +got):\n%s", diff)
@@ -117,8 +118,8 @@ func TestDiscoverClusterRoots(t *testing.T) {
 		"apps/api/cm.yaml":            configMap("default", "api"),
 	}))
 	wantClusters := []config.Cluster{
-		{Name: "dev", Path: "clusters/dev", Origin: "clusters/dev/"},
-		{Name: "eu", Path: "fleets/eu", Origin: "fleets/eu/flux-system/gotk-sync.yaml:12"},
+		{Name: "dev", Path: "clusters/dev", Origin: "clusters/dev/", From: config.ClusterFromFolder},
+		{Name: "eu", Path: "fleets/eu", Origin: "fleets/eu/flux-system/gotk-sync.yaml:12", From: config.ClusterFromSync},
 	}
 	if diff := cmp.Diff(wantClusters, repo.Clusters); diff != "" {
 		t.Errorf("Clusters (-want +got):\n%s", diff)
@@ -602,8 +603,10 @@ data:
 	tests := []struct {
 		name  string
 		files map[string]string
-		want  map[string]string // rendered settings data; nil: a Render error
-		err   []string
+		want  map[string]string // rendered settings data
+		// without: the ConfigMap the render goes without (not in Git
+		// where Flux would look for it), its variable left as written
+		without string
 	}{
 		{
 			name: "ConfigMap the cluster root renders",
@@ -655,11 +658,13 @@ data:
 			want: map[string]string{"region": "sa-east-1", "env": "staging"},
 		},
 		{
+			// Not in Git: only the cluster holds it. Offline, the target
+			// renders without it, its variable left as written.
 			name: "missing ConfigMap",
 			files: map[string]string{
 				"clusters/staging/apps.yaml": apps("      - kind: ConfigMap\n        name: missing-vars\n"),
 			},
-			err: []string{"missing-vars"},
+			without: "ConfigMap/flux-system/missing-vars",
 		},
 		{
 			name: "ConfigMap of another cluster",
@@ -667,7 +672,7 @@ data:
 				"clusters/production/vars.yaml": configMap("flux-system", "cluster-vars", "region", "eu-west-1"),
 				"clusters/staging/apps.yaml":    apps("      - kind: ConfigMap\n        name: cluster-vars\n"),
 			},
-			err: []string{"cluster-vars"},
+			without: "ConfigMap/flux-system/cluster-vars",
 		},
 		{
 			name: "ConfigMap in another namespace",
@@ -675,7 +680,7 @@ data:
 				"clusters/staging/vars.yaml": configMap("default", "cluster-vars", "region", "eu-west-1"),
 				"clusters/staging/apps.yaml": apps("      - kind: ConfigMap\n        name: cluster-vars\n"),
 			},
-			err: []string{"cluster-vars"},
+			without: "ConfigMap/flux-system/cluster-vars",
 		},
 		{
 			name: "missing optional ConfigMap",
@@ -691,9 +696,18 @@ data:
 			tc.files["apps/settings.yaml"] = settings
 			repo := load(t, testtree.New(t, tc.files))
 			apps := mustTarget(t, repo, "apps")
-			if tc.err != nil {
-				_, err := repo.Render(t.Context(), apps)
-				wantError(t, err, tc.err...)
+			if tc.without != "" {
+				res, err := repo.Render(t.Context(), apps)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(res.Without, []string{tc.without}) {
+					t.Errorf("rendered without %v, want %s", res.Without, tc.without)
+				}
+				want := map[string]string{"region": "${region:=unset}", "env": "staging"}
+				if diff := cmp.Diff(want, renderedData(t, repo, apps, "shop", "settings")); diff != "" {
+					t.Errorf("substituted data (-want +got):\n%s", diff)
+				}
 				return
 			}
 			if diff := cmp.Diff(tc.want, renderedData(t, repo, apps, "shop", "settings")); diff != "" {

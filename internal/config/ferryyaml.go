@@ -111,6 +111,12 @@ type OrderConfig struct {
 
 // ClusterConfig says how to reach one cluster.
 type ClusterConfig struct {
+	// Path, when set, is the cluster's root: the folder of this
+	// repository its Flux sync renders (what a FluxInstance's
+	// spec.sync.path or a flux-system Kustomization's spec.path says), for
+	// a layout ferry cannot infer. It replaces an inferred root of the
+	// same folder, which then takes this cluster's name.
+	Path string `json:"path,omitempty" yaml:"path,omitempty"`
 	// Kubeconfig is a path to a kubeconfig file.
 	Kubeconfig string `json:"kubeconfig,omitempty" yaml:"kubeconfig,omitempty"`
 	// KubeconfigEnv names an environment variable holding kubeconfig content.

@@ -140,7 +140,7 @@ func TestBrokenDependencyIsScopedToItsTarget(t *testing.T) {
 func TestFluxInstanceRoot(t *testing.T) {
 	t.Parallel()
 	repo := load(t, filepath.Join("testdata", "fleets", "operator"))
-	want := []config.Cluster{{Name: "lab", Path: "clusters/lab", Origin: "clusters/lab/flux-instance.yaml:1"}}
+	want := []config.Cluster{{Name: "lab", Path: "clusters/lab", Origin: "clusters/lab/flux-instance.yaml:1", From: config.ClusterFromInstance}}
 	if diff := cmp.Diff(want, repo.Clusters); diff != "" {
 		t.Errorf("clusters (-want +got):\n%s", diff)
 	}

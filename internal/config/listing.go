@@ -41,6 +41,11 @@ type ListedTarget struct {
 	// render), nor has a target that fails to render (its error names
 	// the HelmRelease that failed).
 	Releases []render.Release `json:"releases,omitempty"`
+	// RenderedWithout and Unresolved say what the render went without:
+	// substituteFrom objects only the cluster holds, and the variables
+	// left as written (render.Result's Without and Unresolved).
+	RenderedWithout []string `json:"renderedWithout,omitempty"`
+	Unresolved      []string `json:"unresolved,omitempty"`
 }
 
 // List renders every target (with encrypted Secrets as the Repo's options
@@ -59,6 +64,7 @@ func (r *Repo) List(ctx context.Context) (*Listing, error) {
 			lt.State, lt.Error = "error", strings.TrimSpace(err.Error())
 		} else {
 			lt.Releases = res.Releases
+			lt.RenderedWithout, lt.Unresolved = res.Without, res.Unresolved
 		}
 		l.Targets = append(l.Targets, lt)
 	}
@@ -72,7 +78,8 @@ func (l *Listing) JSON(w io.Writer) error {
 	return enc.Encode(l)
 }
 
-// Text writes the listing as a table, then a line per HelmRelease a
+// Text writes the listing as a table, then a line per cluster (`cluster
+// NAME: root PATH, from HOW (WHERE)`), per HelmRelease a
 // target installs (`chart TARGET: HelmRelease/NS/NAME installs CHART
 // VERSION (Helm release NAME in NS)`), per failed target and per skipped
 // Kustomization.
@@ -85,6 +92,9 @@ func (l *Listing) Text(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, c := range l.Clusters {
+		fmt.Fprintf(w, "cluster %s: root %s, from %s (%s)\n", cell(c.Name), cell(c.Path), c.From, cell(c.Origin))
+	}
 	for _, t := range l.Targets {
 		for _, rel := range t.Releases {
 			if rel.Skipped != "" {
@@ -92,6 +102,11 @@ func (l *Listing) Text(w io.Writer) error {
 				continue
 			}
 			fmt.Fprintf(w, "chart %s: %s installs %s %s (Helm release %s in %s)\n", cell(t.Name), cell(rel.ID), cell(rel.Chart), cell(rel.Version), cell(rel.Name), cell(rel.Namespace))
+		}
+	}
+	for _, t := range l.Targets {
+		if note := render.WithoutNote(t.RenderedWithout, t.Unresolved); note != "" {
+			fmt.Fprintf(w, "warning %s: %s\n", cell(t.Name), cell(note))
 		}
 	}
 	for _, t := range l.Targets {

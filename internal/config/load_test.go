@@ -392,9 +392,15 @@ targets:
 	if res.Name != "web" {
 		t.Errorf("Result.Name = %q, want web", res.Name)
 	}
-	// The ConfigMap is rendered by a target of cluster staging only.
-	_, err = repo.Render(t.Context(), mustTarget(t, repo, "other-cluster"))
-	wantError(t, err, "cluster-vars")
+	// The ConfigMap is rendered by a target of cluster staging only: the
+	// other cluster's target renders without it.
+	other, err := repo.Render(t.Context(), mustTarget(t, repo, "other-cluster"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(other.Without) != 1 || !strings.HasSuffix(other.Without[0], "/cluster-vars") {
+		t.Errorf("other-cluster rendered without %v, want the ConfigMap cluster-vars", other.Without)
+	}
 }
 
 // Render caches: the same result comes back, and so does an error.

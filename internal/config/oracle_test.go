@@ -29,16 +29,33 @@ import (
 //     ferry.yaml maps to this checkout, and a ResourceSet ferry skips;
 //   - artifacts: every app an ExternalArtifact of one ArtifactGenerator
 //     over an OCIRepository that ferry.yaml maps to this checkout, one of
-//     them made of two copy rules (base + overlay).
-var oracleFixtures = []string{"namespaced", "operator", "artifacts"}
+//     them made of two copy rules (base + overlay);
+//   - fluxinstance: a cluster whose root only the values of a flux-instance
+//     HelmRelease declare, patching defaults into every child's
+//     HelmReleases and substituting the root's ConfigMap variables;
+//   - clusterartifacts: two clusters, each with an ArtifactGenerator of
+//     the same name copying its own overlay;
+//   - clustervars: a target whose substituteFrom Secret is not in Git
+//     (only the cluster holds it), and one whose optional ConfigMap is not.
+var oracleFixtures = []string{"namespaced", "operator", "artifacts", "fluxinstance", "clusterartifacts", "clustervars"}
+
+// oracleVars names, for a fixture whose targets substitute from a
+// ConfigMap of the repository, the file holding it: flux build --dry-run
+// reads no substituteFrom object, so the test hands it their variables
+// inline, as kustomize-controller would load them.
+var oracleVars = map[string]string{
+	"fluxinstance": "kubernetes/flux/cluster/cluster-config.yaml",
+}
 
 // artifactLayouts is, for each ExternalArtifact target of the artifacts
 // fixture, the tree its generator's copy rules make, written by hand as
 // artifact folder -> repository folder copied whole (cp -r): flux build
 // runs on that tree, as it would on the fetched artifact.
 var artifactLayouts = map[string]map[string]string{
-	"podinfo": {"base": "apps/base/podinfo", "overlay": "apps/prod/podinfo"},
-	"redis":   {"redis": "apps/redis"},
+	"podinfo":         {"base": "apps/base/podinfo", "overlay": "apps/prod/podinfo"},
+	"redis":           {"redis": "apps/redis"},
+	"staging/apps":    {"base": "deploy/base", "staging": "deploy/staging"},
+	"production/apps": {"base": "deploy/base", "production": "deploy/production"},
 }
 
 // TestFixturesMatchFluxBuild renders every target of each fleet fixture
@@ -70,7 +87,11 @@ func TestFixturesMatchFluxBuild(t *testing.T) {
 						testtree.Copy(t, filepath.Join(repo.Root, filepath.FromSlash(src)), filepath.Join(root, dst))
 					}
 				}
-				want := fluxBuild(t, bin, root, tg.Path, tg.Namespace, tg.Kustomization)
+				ks := tg.Kustomization
+				if file, ok := oracleVars[fixture]; ok {
+					ks = inlineVars(t, filepath.Join(repo.Root, file), ks)
+				}
+				want := fluxBuild(t, bin, root, tg.Path, tg.Namespace, ks)
 				got := byID(res.Set.Objects)
 				if len(want) == 0 {
 					t.Fatal("flux built nothing")
@@ -81,6 +102,49 @@ func TestFixturesMatchFluxBuild(t *testing.T) {
 			})
 		}
 	}
+}
+
+// inlineVars is ks with the variables of the ConfigMap in file, when its
+// substituteFrom names it, moved into postBuild.substitute (the
+// Kustomization's own substitute wins, as in Flux).
+func inlineVars(t *testing.T, file string, ks *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(b, &cm.Object); err != nil {
+		t.Fatal(err)
+	}
+	from, _, _ := unstructured.NestedSlice(ks.Object, "spec", "postBuild", "substituteFrom")
+	var rest []any
+	vars := map[string]any{}
+	for _, e := range from {
+		if ref := e.(map[string]any); ref["kind"] == "ConfigMap" && ref["name"] == cm.GetName() {
+			data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+			for k, v := range data {
+				vars[k] = v
+			}
+			continue
+		}
+		rest = append(rest, e)
+	}
+	if len(vars) == 0 {
+		return ks
+	}
+	out := ks.DeepCopy()
+	inline, _, _ := unstructured.NestedMap(out.Object, "spec", "postBuild", "substitute")
+	for k, v := range inline {
+		vars[k] = v
+	}
+	if err := unstructured.SetNestedMap(out.Object, vars, "spec", "postBuild", "substitute"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedSlice(out.Object, rest, "spec", "postBuild", "substituteFrom"); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // fluxBuild runs `flux build ks` of the Kustomization ks (written to a

@@ -85,7 +85,28 @@ type Cluster struct {
 	Name   string
 	Path   string
 	Origin string
+	// From says how the root was found: ClusterFromSync, ...
+	From ClusterSource
 }
+
+// ClusterSource says how a cluster's root was found.
+type ClusterSource string
+
+// The ways a cluster's root is found, in the order they are tried.
+const (
+	// ClusterFromFile: ferry.yaml's clusters.<name>.path.
+	ClusterFromFile ClusterSource = "ferry.yaml"
+	// ClusterFromSync: a Flux sync Kustomization (flux-system, in
+	// gotk-sync.yaml, or pointing into clusters/).
+	ClusterFromSync ClusterSource = "sync Kustomization"
+	// ClusterFromInstance: a Flux Operator FluxInstance's spec.sync.
+	ClusterFromInstance ClusterSource = "FluxInstance"
+	// ClusterFromInstanceChart: the values.instance.sync of a HelmRelease
+	// of the Flux Operator's flux-instance chart.
+	ClusterFromInstanceChart ClusterSource = "flux-instance HelmRelease"
+	// ClusterFromFolder: a clusters/<name> folder with no sync.
+	ClusterFromFolder ClusterSource = "clusters/ folder"
+)
 
 // Repo is a repository with its targets. Renders are cached, so a target
 // rendered during discovery or as a substituteFrom source is built once.
@@ -103,7 +124,8 @@ type Repo struct {
 	opts      render.Options
 	loaded    *helm.LoadedCharts
 	self      map[string]bool                                     // GitRepository names that stand for this repository (selfSources)
-	artifacts map[string]*generatedArtifact                       // ExternalArtifacts by namespace/name
+	artifacts []*generatedArtifact                                // the ExternalArtifacts generators make (indexArtifacts)
+	rootFiles map[string]map[string]bool                          // by cluster: the files its root's render read
 	rootVars  map[string]map[objectKey]*unstructured.Unstructured // by cluster: substituteFrom sources its root renders
 	rootObjs  map[string][]*unstructured.Unstructured             // by cluster: Flux sources its root renders
 	rootAPIs  map[string][]string                                 // by cluster: API versions of the CRDs its root renders
@@ -112,6 +134,11 @@ type Repo struct {
 	busy      map[*Target]bool
 	expanded  map[*Target]*render.Result // Render: builds with their HelmReleases expanded
 	expandErr map[*Target]error
+	// readCluster, when set, reads the substituteFrom sources no render
+	// holds from the target's cluster (ReadFromClusters); nil renders
+	// without them.
+	readCluster ClusterReader
+	clusterVars map[string]*unstructured.Unstructured // readCluster's answers, by cluster/Kind/namespace/name
 	// notifyFiles caches mayNotify.
 	notifyFiles *bool
 	// Notes are what a proposed revision changed of its reach and was
@@ -163,6 +190,7 @@ func load(ctx context.Context, root string, opts render.Options, trusted *Repo) 
 		rootVars:  map[string]map[objectKey]*unstructured.Unstructured{},
 		rootObjs:  map[string][]*unstructured.Unstructured{},
 		rootAPIs:  map[string][]string{},
+		rootFiles: map[string]map[string]bool{},
 		results:   map[*Target]*render.Result{},
 		errs:      map[*Target]error{},
 		busy:      map[*Target]bool{},
@@ -293,8 +321,9 @@ func (r *Repo) spec(t *Target) render.Spec {
 		Root:          t.Root,
 		Kustomization: t.Kustomization,
 		Artifact:      t.Artifact,
+		LeaveMissing:  r.readCluster == nil,
 		Lookup: func(ctx context.Context, kind, namespace, name string) (*unstructured.Unstructured, error) {
-			return r.lookup(ctx, t, kind, namespace, name), nil
+			return r.lookup(ctx, t, kind, namespace, name)
 		},
 	}
 }
@@ -454,7 +483,7 @@ func blockedBy(t *Target, byName map[string]*Target) error {
 
 // lookup finds a ConfigMap or Secret for substituteFrom among what the
 // target's cluster renders: its root first, then its other targets.
-func (r *Repo) lookup(ctx context.Context, from *Target, kind, namespace, name string) *unstructured.Unstructured {
+func (r *Repo) lookup(ctx context.Context, from *Target, kind, namespace, name string) (*unstructured.Unstructured, error) {
 	match := func(objs []*unstructured.Unstructured) *unstructured.Unstructured {
 		for _, o := range objs {
 			if o.GetKind() == kind && o.GetAPIVersion() == "v1" && o.GetName() == name && o.GetNamespace() == namespace {
@@ -464,14 +493,89 @@ func (r *Repo) lookup(ctx context.Context, from *Target, kind, namespace, name s
 		return nil
 	}
 	if o := r.rootVars[from.Cluster][objectKey{kind, namespace, name}]; o != nil {
-		return o
+		return o, nil
 	}
 	for res := range r.siblingBuilds(ctx, from) {
 		if o := match(res.Set.Objects); o != nil {
-			return o
+			return o, nil
 		}
 	}
-	return nil
+	return r.fromCluster(ctx, from, kind, namespace, name)
+}
+
+// ClusterReader reads one ConfigMap or Secret from a target's cluster
+// (get only); nil, nil when the cluster has none.
+type ClusterReader func(ctx context.Context, t *Target, kind, namespace, name string) (*unstructured.Unstructured, error)
+
+// ReadFromClusters has the ConfigMaps and Secrets that a target's
+// postBuild.substituteFrom names, and that no render of its cluster
+// holds, read from the target's cluster by read (apply, drift, diff
+// --live), each once: a missing one then fails the target as it fails
+// in Flux, unless optional. The values of Secrets read are hidden as
+// decrypted ones are. Without it (render, diff, plan) such a target
+// renders without them (render.Spec.LeaveMissing). Renders made before
+// that went without an object are dropped, to be made again.
+func (r *Repo) ReadFromClusters(read ClusterReader) {
+	r.readCluster = read
+	r.clusterVars = map[string]*unstructured.Unstructured{}
+	for t, res := range r.results {
+		if len(res.Without) > 0 {
+			delete(r.results, t)
+			delete(r.expanded, t)
+			delete(r.expandErr, t)
+		}
+	}
+}
+
+// ClusterReadsOnly is read limited to what r (a base revision) would
+// read from a cluster: the substituteFrom objects its targets of the same
+// cluster name. Anything else a proposed revision asks for is refused,
+// so a pull request cannot choose a cluster object to read into its
+// diff.
+func (r *Repo) ClusterReadsOnly(read ClusterReader) ClusterReader {
+	return func(ctx context.Context, t *Target, kind, namespace, name string) (*unstructured.Unstructured, error) {
+		for _, bt := range r.Targets {
+			if bt.Cluster == t.Cluster && substitutesFrom(bt, kind, namespace, name) {
+				return read(ctx, t, kind, namespace, name)
+			}
+		}
+		return nil, fmt.Errorf("the base revision reads no %s/%s/%s from the cluster, and a pull request cannot add what ferry reads from a cluster", kind, namespace, name)
+	}
+}
+
+// substitutesFrom says whether t's postBuild.substituteFrom names the
+// object kind namespace/name.
+func substitutesFrom(t *Target, kind, namespace, name string) bool {
+	from, _, _ := unstructured.NestedSlice(t.Kustomization.Object, "spec", "postBuild", "substituteFrom")
+	for _, e := range from {
+		ref, _ := e.(map[string]any)
+		if ref["kind"] == kind && ref["name"] == name && t.Kustomization.GetNamespace() == namespace {
+			return true
+		}
+	}
+	return false
+}
+
+// fromCluster is lookup's last resort: the object read from from's
+// cluster, when ReadFromClusters asked for it (nil, nil otherwise, and
+// when the cluster has none).
+func (r *Repo) fromCluster(ctx context.Context, from *Target, kind, namespace, name string) (*unstructured.Unstructured, error) {
+	if r.readCluster == nil {
+		return nil, nil
+	}
+	key := from.Cluster + "/" + kind + "/" + namespace + "/" + name
+	if u, ok := r.clusterVars[key]; ok {
+		return u, nil
+	}
+	u, err := r.readCluster(ctx, from, kind, namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("reading it from the cluster: %w", err)
+	}
+	if u != nil && kind == "Secret" {
+		r.opts.Decryptor.Hide(secretLeaves([]*unstructured.Unstructured{u})...)
+	}
+	r.clusterVars[key] = u
+	return u, nil
 }
 
 // siblingBuilds yields the builds of the other targets of t's cluster

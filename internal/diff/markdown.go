@@ -73,6 +73,9 @@ func Markdown(r *Report) []string {
 		for _, id := range t.NotCompared {
 			fmt.Fprintf(&h, "\n- %s: encrypted, not compared (no key)", markdown.Code(id.String()))
 		}
+		if len(t.RenderedWithout) > 0 {
+			fmt.Fprintf(&h, "\n- %s", markdown.Text(t.WithoutNote()))
+		}
 		for _, id := range t.Unrendered {
 			fmt.Fprintf(&h, "\n- %s: its chart is not rendered at one revision, not compared", markdown.Code(id.String()))
 		}

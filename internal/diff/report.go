@@ -85,6 +85,12 @@ type Target struct {
 	Encrypted []EncryptedFile `json:"encrypted,omitempty"`
 	// NotCompared lists encrypted Secrets left out for lack of a key.
 	NotCompared []manifest.ID `json:"notCompared,omitempty"`
+	// RenderedWithout lists the substituteFrom objects (Kind/namespace/
+	// name) that neither revision's renders hold (only the cluster does):
+	// the target was rendered without them, and Unresolved names the
+	// variables left as written.
+	RenderedWithout []string `json:"renderedWithout,omitempty"`
+	Unresolved      []string `json:"unresolved,omitempty"`
 	// Unrendered lists the objects of a release that one revision
 	// renders and the other does not (its chart source is not trusted
 	// there): they are left out of the comparison, not shown as removed.
@@ -343,4 +349,10 @@ func pairRenamedSecrets(objs []Object, base, head map[manifest.ID]*unstructured.
 		sc.Of = old.Name
 		objs[i].Secret = sc
 	}
+}
+
+// WithoutNote says, in one line, what the target was rendered without
+// (render.WithoutNote), "" when nothing.
+func (t *Target) WithoutNote() string {
+	return render.WithoutNote(t.RenderedWithout, t.Unresolved)
 }

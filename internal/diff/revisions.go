@@ -44,6 +44,11 @@ type Options struct {
 	// Providers, which decide where notifications go; the head's targets,
 	// which the events are about).
 	OnRevisions func(ctx context.Context, base, head *config.Repo, r *Report)
+	// ReadCluster, when set (diff --live), reads the substituteFrom
+	// sources that no render holds from the target's cluster (see
+	// config.Repo.ReadFromClusters). The head reads only what the base
+	// reads: a pull request cannot choose a cluster object to read.
+	ReadCluster config.ClusterReader
 	// Mask hides decrypted values wherever the report quotes objects or
 	// errors. Nil: a masker of Render's decryptor.
 	Mask *secrets.Masker
@@ -208,6 +213,9 @@ func Everything(ctx context.Context, opts Options, why string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.ReadCluster != nil {
+		head.ReadFromClusters(opts.ReadCluster)
+	}
 	consider := considered(opts.Targets)
 	p := &Plan{head: head}
 	for _, t := range head.Targets {
@@ -249,6 +257,10 @@ func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
 		return nil, cleanup, fmt.Errorf("head revision %s: %w", shortHash(rv.head), err)
 	}
 	p.Notes = p.head.Notes
+	if opts.ReadCluster != nil {
+		p.base.ReadFromClusters(opts.ReadCluster)
+		p.head.ReadFromClusters(p.base.ClusterReadsOnly(opts.ReadCluster))
+	}
 	consider := considered(opts.Targets)
 	baseByName := map[string]*config.Target{}
 	for _, t := range p.base.Targets {
@@ -381,6 +393,7 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 			t.Counts = count(t.Objects)
 			t.Releases = Releases(releases(base), releases(head))
 			t.NotCompared = omitted(base, head)
+			t.RenderedWithout, t.Unresolved = without(base, head)
 			t.Unrendered = unrendered
 			if opts.Render.NoDecrypt {
 				t.Encrypted = encryptedChanges(p.base.Root, p.head.Root, base, head, p.Changed)
@@ -474,6 +487,20 @@ func omitted(results ...*render.Result) []manifest.ID {
 		}
 	}
 	return out
+}
+
+// without is what either revision's render went without (render.Result's
+// Without and Unresolved), each once, sorted.
+func without(results ...*render.Result) (objs, vars []string) {
+	for _, res := range results {
+		if res != nil {
+			objs = append(objs, res.Without...)
+			vars = append(vars, res.Unresolved...)
+		}
+	}
+	slices.Sort(objs)
+	slices.Sort(vars)
+	return slices.Compact(objs), slices.Compact(vars)
 }
 
 func shortHash(h string) string {

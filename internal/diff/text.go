@@ -49,6 +49,9 @@ func Text(w io.Writer, r *Report, color bool) error {
 		for _, id := range t.NotCompared {
 			fmt.Fprintf(&b, "  %s: encrypted, not compared (no key)\n", id)
 		}
+		if len(t.RenderedWithout) > 0 {
+			fmt.Fprintf(&b, "  %s\n", t.WithoutNote())
+		}
 		for _, id := range t.Unrendered {
 			fmt.Fprintf(&b, "  %s: its chart is not rendered at one revision, not compared\n", id)
 		}

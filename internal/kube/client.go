@@ -1,12 +1,17 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -136,4 +141,27 @@ func (c *Client) ServerVersion() (string, error) {
 		return "", fmt.Errorf("cluster %s: %w", c.Host, err)
 	}
 	return v.GitVersion, nil
+}
+
+// GetCore reads one object of Kubernetes' core group (v1), a ConfigMap
+// or a Secret: nil, nil when the cluster has none. It needs get rights
+// only.
+func (c *Client) GetCore(ctx context.Context, kind, namespace, name string) (*unstructured.Unstructured, error) {
+	var resource string
+	switch kind {
+	case "ConfigMap":
+		resource = "configmaps"
+	case "Secret":
+		resource = "secrets"
+	default:
+		return nil, fmt.Errorf("%s/%s/%s: reading a %s is not supported", kind, namespace, name, kind)
+	}
+	u, err := c.dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: resource}).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s/%s: %w", kind, namespace, name, err)
+	}
+	return u, nil
 }

@@ -101,6 +101,13 @@ type Spec struct {
 	Kustomization *unstructured.Unstructured
 	// Lookup resolves postBuild.substituteFrom; nil finds nothing.
 	Lookup Lookup
+	// LeaveMissing renders a target whose postBuild.substituteFrom names
+	// a ConfigMap or Secret that Lookup does not find (one only the
+	// cluster holds) as flux build --dry-run does, instead of failing:
+	// the variables nothing defines are left as written, and
+	// Result.Without names the objects. Offline commands set it; those
+	// with a cluster read the object from there.
+	LeaveMissing bool
 	// Artifact, when set, is what the path is rendered in instead of
 	// Root: the ExternalArtifact an ArtifactGenerator makes. Result.Files
 	// then name the source files the artifact's files were copied from.
@@ -117,6 +124,11 @@ type Result struct {
 	Encrypted []string
 	// Omitted lists the encrypted Secrets left out because of NoDecrypt.
 	Omitted []manifest.ID
+	// Without lists the substituteFrom objects (Kind/namespace/name) the
+	// render went without (Spec.LeaveMissing), and Unresolved the
+	// variables it left as written for want of them.
+	Without    []string
+	Unresolved []string
 	// Releases lists the Flux HelmReleases of the render that were
 	// expanded into the objects of their charts, in the order of the
 	// render (none when the target's cluster leaves them to a
@@ -278,7 +290,7 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 	for _, r := range resources {
 		id := resourceID(r)
 		if subst != nil {
-			sub, err := fluxkustomize.SubstituteVariables(ctx, nil, *subst, r, fluxkustomize.SubstituteWithDryRun(true))
+			sub, err := subst.apply(ctx, r)
 			if err != nil {
 				return nil, fmt.Errorf("%s: postBuild substitution: %w", id, err)
 			}
@@ -302,6 +314,9 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 	}
 	if err := applyCommonMetadata(ks, result.Set.Objects); err != nil {
 		return nil, err
+	}
+	if subst != nil {
+		result.Without, result.Unresolved = subst.without, subst.unresolvedNames()
 	}
 	return result, nil
 }
@@ -466,39 +481,6 @@ func applyCommonMetadata(ks *unstructured.Unstructured, objs []*unstructured.Uns
 		}
 	}
 	return nil
-}
-
-// substitution prepares Flux's postBuild variable substitution: it loads
-// the substituteFrom variables once, with Flux's own loader answered from
-// what the repository renders (so a missing ConfigMap or Secret fails as it
-// does in a cluster), and returns a Kustomization whose inline substitute
-// holds the merged variables. It returns nil when there is no postBuild.
-func substitution(ctx context.Context, spec Spec) (*unstructured.Unstructured, error) {
-	ks := spec.Kustomization
-	if _, ok, _ := unstructured.NestedMap(ks.Object, "spec", "postBuild"); !ok {
-		return nil, nil
-	}
-	vars, err := fluxkustomize.LoadVariables(ctx, &varClient{ctx: ctx, lookup: spec.Lookup}, *ks)
-	if err != nil {
-		return nil, fmt.Errorf("postBuild.substituteFrom: %w", err)
-	}
-	inline, _, err := unstructured.NestedStringMap(ks.Object, "spec", "postBuild", "substitute")
-	if err != nil {
-		return nil, fmt.Errorf("postBuild.substitute: %w", err)
-	}
-	merged := map[string]any{}
-	for k, v := range vars {
-		merged[k] = v
-	}
-	for k, v := range inline {
-		merged[k] = v
-	}
-	out := ks.DeepCopy()
-	unstructured.RemoveNestedField(out.Object, "spec", "postBuild", "substituteFrom")
-	if err := unstructured.SetNestedMap(out.Object, merged, "spec", "postBuild", "substitute"); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 func resourceID(r interface {

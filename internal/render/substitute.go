@@ -1,0 +1,208 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/fluxcd/pkg/envsubst"
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/yaml"
+)
+
+// substituter is a target's postBuild variable substitution, its
+// variables loaded once.
+type substituter struct {
+	// ks is the Kustomization whose inline substitute holds every
+	// variable, substituteFrom's merged in.
+	ks *unstructured.Unstructured
+	// without lists the substituteFrom objects that were not found and
+	// were gone without (Spec.LeaveMissing); when there are any, the
+	// variables nothing defines are left as written instead of emptied.
+	without []string
+	// unresolved collects the names of the variables left as written.
+	unresolved map[string]bool
+}
+
+// substitution prepares Flux's postBuild variable substitution: it loads
+// the substituteFrom variables once, with Flux's own loader answered from
+// what the repository renders (so a missing ConfigMap or Secret fails as it
+// does in a cluster, unless spec.LeaveMissing), and returns the
+// substituter. It returns nil when there is no postBuild.
+func substitution(ctx context.Context, spec Spec) (*substituter, error) {
+	ks := spec.Kustomization
+	if _, ok, _ := unstructured.NestedMap(ks.Object, "spec", "postBuild"); !ok {
+		return nil, nil
+	}
+	s := &substituter{unresolved: map[string]bool{}}
+	load := ks
+	if spec.LeaveMissing {
+		var err error
+		if load, s.without, err = withoutMissing(ctx, spec); err != nil {
+			return nil, err
+		}
+	}
+	vars, err := fluxkustomize.LoadVariables(ctx, &varClient{ctx: ctx, lookup: spec.Lookup}, *load)
+	if err != nil {
+		return nil, fmt.Errorf("postBuild.substituteFrom: %w", err)
+	}
+	inline, _, err := unstructured.NestedStringMap(ks.Object, "spec", "postBuild", "substitute")
+	if err != nil {
+		return nil, fmt.Errorf("postBuild.substitute: %w", err)
+	}
+	merged := map[string]any{}
+	for k, v := range vars {
+		merged[k] = v
+	}
+	for k, v := range inline {
+		merged[k] = v
+	}
+	s.ks = ks.DeepCopy()
+	unstructured.RemoveNestedField(s.ks.Object, "spec", "postBuild", "substituteFrom")
+	if err := unstructured.SetNestedMap(s.ks.Object, merged, "spec", "postBuild", "substitute"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// withoutMissing returns the Kustomization with each substituteFrom entry
+// that Lookup does not find made optional, and those entries as
+// Kind/namespace/name.
+func withoutMissing(ctx context.Context, spec Spec) (*unstructured.Unstructured, []string, error) {
+	ks := spec.Kustomization
+	from, _, err := unstructured.NestedSlice(ks.Object, "spec", "postBuild", "substituteFrom")
+	if err != nil {
+		return nil, nil, fmt.Errorf("postBuild.substituteFrom: %w", err)
+	}
+	var without []string
+	for i, e := range from {
+		ref, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		kind, _ := ref["kind"].(string)
+		name, _ := ref["name"].(string)
+		if optional, _ := ref["optional"].(bool); optional || (kind != "ConfigMap" && kind != "Secret") || name == "" {
+			continue
+		}
+		var found bool
+		if spec.Lookup != nil {
+			u, err := spec.Lookup(ctx, kind, ks.GetNamespace(), name)
+			if err != nil {
+				return nil, nil, fmt.Errorf("postBuild.substituteFrom: %s/%s/%s: %w", kind, ks.GetNamespace(), name, err)
+			}
+			found = u != nil
+		}
+		if !found {
+			without = append(without, kind+"/"+ks.GetNamespace()+"/"+name)
+			ref = maps.Clone(ref)
+			ref["optional"] = true
+			from[i] = ref
+		}
+	}
+	if len(without) == 0 {
+		return ks, nil, nil
+	}
+	out := ks.DeepCopy()
+	if err := unstructured.SetNestedSlice(out.Object, from, "spec", "postBuild", "substituteFrom"); err != nil {
+		return nil, nil, err
+	}
+	return out, without, nil
+}
+
+// varName is what Flux accepts as a variable name.
+var varName = regexp.MustCompile(`^[_[:alpha:]][_[:alpha:][:digit:]]*$`)
+
+// apply substitutes the variables in one object as kustomize-controller
+// does; nil means substitution is disabled on it. When the render went
+// without a substituteFrom object, a variable nothing defines is left as
+// written (${NAME}) and recorded, where Flux would empty it.
+func (s *substituter) apply(ctx context.Context, r *resource.Resource) (*resource.Resource, error) {
+	if len(s.without) == 0 {
+		return fluxkustomize.SubstituteVariables(ctx, nil, *s.ks, r, fluxkustomize.SubstituteWithDryRun(true))
+	}
+	const key = "kustomize.toolkit.fluxcd.io/substitute"
+	if r.GetLabels()[key] == fluxkustomize.DisabledValue || r.GetAnnotations()[key] == fluxkustomize.DisabledValue {
+		return nil, nil
+	}
+	vars, _, err := unstructured.NestedStringMap(s.ks.Object, "spec", "postBuild", "substitute")
+	if err != nil {
+		return nil, err
+	}
+	for k := range vars {
+		if !varName.MatchString(k) {
+			return nil, fmt.Errorf("'%s' var name is invalid, must match '%s'", k, varName)
+		}
+		vars[k] = strings.ReplaceAll(vars[k], "\n", "")
+	}
+	data, err := r.AsYAML()
+	if err != nil {
+		return nil, err
+	}
+	out, err := envsubst.Eval(s.escapeUnknown(string(data), vars), func(name string) (string, bool) {
+		return vars[name], true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("variable substitution failed: %w", err)
+	}
+	js, err := yaml.YAMLToJSON([]byte(out))
+	if err != nil {
+		return nil, fmt.Errorf("YAMLToJSON: %w", err)
+	}
+	if err := r.UnmarshalJSON(js); err != nil {
+		return nil, fmt.Errorf("UnmarshalJSON: %w", err)
+	}
+	return r, nil
+}
+
+// varRef is a ${NAME...} expression, with the run of $ before it: an odd
+// run is an escaped one ($${NAME}), which envsubst leaves alone.
+var varRef = regexp.MustCompile(`(\$+)\{([_[:alpha:]][_[:alpha:][:digit:]]*)`)
+
+// escapeUnknown escapes each ${NAME...} expression whose variable vars
+// does not define ($${NAME...}), so that envsubst leaves it as written,
+// default and all, and records NAME as unresolved.
+func (s *substituter) escapeUnknown(text string, vars map[string]string) string {
+	return varRef.ReplaceAllStringFunc(text, func(m string) string {
+		sub := varRef.FindStringSubmatch(m)
+		dollars, name := sub[1], sub[2]
+		if len(dollars)%2 == 0 {
+			return m // $${NAME}: escaped already
+		}
+		if _, ok := vars[name]; ok {
+			return m
+		}
+		s.unresolved[name] = true
+		return "$" + m
+	})
+}
+
+// unresolvedNames are the variables left as written, sorted.
+func (s *substituter) unresolvedNames() []string {
+	return slices.Sorted(maps.Keys(s.unresolved))
+}
+
+// WithoutNote says, in one line, what a render went without (Result's
+// Without and Unresolved): "rendered without Secret/flux-system/vars
+// (not in Git: only the cluster holds it, and apply, drift and diff
+// --live read it there); ${DOMAIN} left as written". It is "" when
+// without is empty.
+func WithoutNote(without, unresolved []string) string {
+	if len(without) == 0 {
+		return ""
+	}
+	note := "rendered without " + strings.Join(without, ", ") + " (not in Git: only the cluster holds it, and apply, drift and diff --live read it there)"
+	if len(unresolved) > 0 {
+		vars := make([]string, len(unresolved))
+		for i, v := range unresolved {
+			vars[i] = "${" + v + "}"
+		}
+		note += "; " + strings.Join(vars, ", ") + " left as written"
+	}
+	return note
+}
