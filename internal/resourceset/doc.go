@@ -1,64 +1,37 @@
 // Package resourceset expands Flux Operator ResourceSets
-// (fluxcd.controlplane.io/v1) into the objects they generate, offline, from
-// the documented API: Expand takes the ResourceSet, the
-// ResourceSetInputProvider objects it may read, and returns the objects the
-// operator would apply.
+// (fluxcd.controlplane.io/v1) into the objects the operator would apply,
+// offline and from the documented API: Expand takes the ResourceSet and
+// the ResourceSetInputProviders it may read.
 //
-// # Supported
+// Supported: spec.inputs; spec.inputsFrom by name or selector, in the
+// ResourceSet's namespace (providers taken once each, by name order,
+// after spec.inputs); Static providers (spec.defaultValues), other types
+// through Options.Dynamic; Flatten and Permute (capped by
+// Options.MaxInputs, includeEmptyProviders); spec.resources,
+// spec.resourcesTemplate and spec.steps with << >>, missingkey=error, the
+// hermetic sprig functions the operator also has, slugify, toYaml and
+// mustToYaml; de-duplication by group, kind, namespace and name (the first
+// wins: spec.resources, then the template, input sets in order);
+// commonMetadata and the operator's NameLabel and NamespaceLabel. Objects
+// disabled by fluxcd.controlplane.io/reconcile go to Result.Excluded; a
+// missing namespace is left missing, as the operator leaves it. Without
+// spec.inputs and spec.inputsFrom the templates run once with no inputs;
+// sources giving no input set generate nothing.
 //
-//   - spec.inputs, and spec.inputsFrom by name or label selector among the
-//     providers given, in the ResourceSet's namespace only (the API has no
-//     namespace in the reference). Selected providers are taken once each,
-//     ordered by name, after spec.inputs. A provider named but not given is
-//     an error.
-//   - Static providers: spec.defaultValues is the one input set. Other
-//     types need Options.Dynamic; without it Expand returns a *SkipError.
-//   - spec.inputStrategy Flatten (concatenation) and Permute (Cartesian
-//     product, each source's input set under its NormalizeName key; at
-//     most Options.MaxInputs permutations, 10000 by default; providers
-//     without inputs skipped unless includeEmptyProviders). Flatten has no
-//     cap, as in the operator.
-//   - spec.resources (each object a template, as YAML with sorted keys),
-//     spec.resourcesTemplate (one multi-document template) and spec.steps;
-//     << >> delimiters, missingkey=error, the hermetic sprig functions the
-//     operator has (it uses slim-sprig), and slugify, toYaml and
-//     mustToYaml. A ResourceSet with neither spec.inputs nor
-//     spec.inputsFrom executes its templates once, with inputs empty; one
-//     whose sources give no input set generates nothing.
-//   - De-duplication by group, kind, namespace and name: the first object
-//     wins, so spec.resources before spec.resourcesTemplate and input sets
-//     in order. One identity in two steps is an error.
-//   - Objects with fluxcd.controlplane.io/reconcile: disabled are left out
-//     (Result.Excluded); spec.commonMetadata is merged onto the others, and
-//     the labels NameLabel and NamespaceLabel name the ResourceSet.
-//   - A generated object without a namespace keeps none: the operator does
-//     not default it.
+// inputs.provider names the ResourceSet or provider of each input set.
+// inputs.id is, for a Static provider, StaticID: the Adler-32 of its uid
+// as in the cluster, but a repository's objects have no uid, so the
+// render uses the name (as `flux-operator build rset` does) and ids, with
+// names built from them, differ from the cluster's. Dynamic providers
+// give their own ids; spec.inputs get none (their own id field is kept),
+// as the CLI; a Permute set's id is the Adler-32 of its sources'
+// "key=index" joined by "/".
 //
-// # Built-in inputs and their ids
-//
-// Every input set gets inputs.provider (apiVersion, kind, name, namespace
-// of the ResourceSet or provider it comes from). inputs.id is:
-//
-//   - for a Static provider: StaticID, the decimal Adler-32 checksum of the
-//     provider's metadata.uid, as the cluster computes it. Objects in a
-//     repository have no uid (the API server assigns it), so a render uses
-//     the checksum of the provider's name instead, as `flux-operator build
-//     rset` does: ids, and names made from them, differ from the cluster's.
-//   - for a dynamic provider: the id in what Options.Dynamic returns.
-//   - for spec.inputs: none is added (an input's own id field is kept), as
-//     `flux-operator build rset` v0.59.0 does.
-//   - under Permute: the checksum of "key=index" for each source, joined
-//     with "/" (index is the input set's position in its source), and each
-//     source's own fields stay under its key.
-//
-// # Not rendered
-//
-// A ResourceSet with fluxcd.controlplane.io/reconcile: disabled is paused:
-// the operator applies nothing new for it, so Expand returns a *SkipError
-// (`flux-operator build` renders it regardless). Data the operator reads
-// from the cluster when it applies an object (the copyFrom,
-// convertKubeConfigFrom and checksumFrom annotations) cannot be known:
-// those objects are returned as templated, and listed in
-// Result.FromCluster. dependsOn, wait and timeouts concern applying, not
-// what is generated, and are not read.
+// Skipped, as a *SkipError: a paused ResourceSet (reconcile: disabled),
+// and one reading a non-Static provider without Options.Dynamic. What the
+// operator reads from the cluster at apply time (copyFrom,
+// convertKubeConfigFrom, checksumFrom) is left as templated and listed in
+// Result.FromCluster. TestDeparturesFromOracle shows where ferry departs
+// from the CLI v0.59.0 and why; renders are bounded (MaxRenderedBytes, and
+// the list and text sizes until, seq, repeat and indent may make).
 package resourceset

@@ -429,6 +429,10 @@ func TestExpandErrors(t *testing.T) {
 		rset: rset(t, "kindless", "resourcesTemplate: |\n  apiVersion: v1\n  metadata:\n    name: x\n"),
 		want: "ResourceSet/apps/kindless: without inputs: spec.resourcesTemplate generated an object without apiVersion, kind or metadata.name: /x",
 	}, {
+		name: "templates rendering too much",
+		rset: rset(t, "big", "inputs:\n  - a: b\n  - a: c\nresourcesTemplate: |\n  # << repeat 20000000 \"x\" >>\n"),
+		want: "ResourceSet/apps/big: input set 1: the templates render more than 32 MiB of YAML: refused",
+	}, {
 		name: "several templates failing",
 		rset: rset(t, "two", "inputs:\n  - a: b\nresources:\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: << inputs.x >>}}\nresourcesTemplate: |\n  << inputs.y >>\n"),
 		want: "ResourceSet/apps/two: input set 0: template: spec.resources[0]:4:11: executing \"spec.resources[0]\" at <inputs>: map has no entry for key \"x\"\n" +
@@ -454,4 +458,110 @@ func TestExpandErrors(t *testing.T) {
 func withAnnotation(u *unstructured.Unstructured, k, v string) *unstructured.Unstructured {
 	u.SetAnnotations(map[string]string{k: v})
 	return u
+}
+
+// TestNoInputSets: a ResourceSet without inputs executes its templates
+// once with inputs empty; one whose providers export nothing generates
+// nothing.
+func TestNoInputSets(t *testing.T) {
+	const tmpl = `resourcesTemplate: |
+  apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: cm
+    namespace: apps
+  data:
+    inputs: << inputs | toJson | quote >>
+`
+	res, err := resourceset.Expand(context.Background(), rset(t, "static", "inputs: []\n"+tmpl), resourceset.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Objects) != 1 || res.Objects[0].Input != -1 || res.Objects[0].Object.Object["data"].(map[string]any)["inputs"] != "null" {
+		t.Errorf("without inputs: %+v, want one object rendered with inputs null", res.Objects)
+	}
+	opts := resourceset.Options{
+		Providers: []*unstructured.Unstructured{provider(t, "prs", "GitHubPullRequest", nil, nil)},
+		Dynamic:   func(context.Context, *unstructured.Unstructured) ([]map[string]any, error) { return nil, nil },
+	}
+	res, err = resourceset.Expand(context.Background(), rset(t, "previews", "inputsFrom:\n  - name: prs\n"+tmpl), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Objects) != 0 {
+		t.Errorf("provider without inputs: objects %v, want none", names(res))
+	}
+}
+
+// TestDynamicFlatten: a dynamic provider's input sets keep their own ids
+// and get the provider's reference.
+func TestDynamicFlatten(t *testing.T) {
+	opts := resourceset.Options{
+		Providers: []*unstructured.Unstructured{provider(t, "prs", "GitHubPullRequest", nil, nil)},
+		Dynamic: func(_ context.Context, p *unstructured.Unstructured) ([]map[string]any, error) {
+			return []map[string]any{{"id": "12", "sha": "abc"}, {"id": "7", "sha": "def", "provider": "overridden"}}, nil
+		},
+	}
+	rs := rset(t, "previews", `inputsFrom:
+  - name: prs
+resources:
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: preview-<< inputs.id >>
+      namespace: apps
+    data:
+      sha: << inputs.sha >>
+      from: << inputs.provider.name >>
+`)
+	res, err := resourceset.Expand(context.Background(), rs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range res.Objects {
+		d := o.Object.Object["data"].(map[string]any)
+		got = append(got, fmt.Sprintf("%s %s %s", o.Object.GetName(), d["sha"], d["from"]))
+	}
+	if diff := cmp.Diff([]string{"preview-12 abc prs", "preview-7 def prs"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestBoundedFunctions: the sprig functions a number sizes work as in
+// sprig, and refuse sizes that would exhaust the runner.
+func TestBoundedFunctions(t *testing.T) {
+	for _, c := range []struct{ expr, want string }{
+		{`until 3 | toJson`, `[0,1,2]`},
+		{`until -2 | toJson`, `[0,-1]`},
+		{`untilStep 2 10 3 | toJson`, `[2,5,8]`},
+		{`seq 3`, `1 2 3`},
+		{`seq 5 3`, `5 4 3`},
+		{`seq 0 5 12`, `0 5 10`},
+		{`repeat 3 "ab"`, `ababab`},
+		{`"a\nb" | indent 2`, "  a\n  b"},
+		{`"a" | nindent 1`, "\n a"},
+		{`until 100001`, "error: until: a list of about 100002 numbers is more than the 100000 allowed"},
+		{`untilStep 0 2000000000 2`, "error: untilStep: a list of about 1000000001 numbers is more than the 100000 allowed"},
+		{`seq -99999999`, "error: seq: a list of about 100000001 numbers is more than the 100000 allowed"},
+		{`repeat 40000000 "x"`, "error: repeat: a text of 40000000 bytes is more than the 33554432 allowed"},
+		{`repeat -1 "x"`, "error: repeat: negative count -1"},
+		{`"x" | indent 40000000`, "error: indent: a text of 40000001 bytes is more than the 33554432 allowed"},
+		{`"x" | nindent -1`, "error: nindent: negative count -1"},
+	} {
+		t.Run(c.expr, func(t *testing.T) {
+			rs := rset(t, "fn", "resourcesTemplate: |\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm\n  data:\n    v: << "+c.expr+" | quote >>\n")
+			res, err := resourceset.Expand(context.Background(), rs, resourceset.Options{})
+			got := ""
+			if err != nil {
+				// Past text/template's own words, "error calling <func>: ".
+				got = "error: " + err.Error()[strings.LastIndex(err.Error(), "error calling ")+len("error calling "):]
+			} else {
+				got = res.Objects[0].Object.Object["data"].(map[string]any)["v"].(string)
+			}
+			if got != c.want {
+				t.Errorf("%s = %q, want %q", c.expr, got, c.want)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package resourceset
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -45,19 +46,26 @@ func lists(s *spec) []templateList {
 
 // generation collects the objects of one Expand call.
 type generation struct {
+	ctx    context.Context // checked between executions
 	e      *expansion
 	spec   *spec
 	res    *Result
 	seen   map[manifest.ID]bool
 	stepOf map[manifest.ID]string
 	errs   []error
+	left   int // bytes the templates may still render
 }
+
+// MaxRenderedBytes bounds the YAML all the templates of one ResourceSet
+// render together, as manifest.MaxFileSize bounds a file: a template
+// looping over its inputs cannot exhaust the runner.
+const MaxRenderedBytes = manifest.MaxFileSize
 
 // generate executes every template with every input set (once with no
 // inputs when there are none) and keeps the objects the operator would
 // apply.
-func (e *expansion) generate(s *spec, inputs []map[string]any) (*Result, error) {
-	g := &generation{e: e, spec: s, res: &Result{Inputs: inputs}, stepOf: map[manifest.ID]string{}}
+func (e *expansion) generate(ctx context.Context, s *spec, inputs []map[string]any) (*Result, error) {
+	g := &generation{ctx: ctx, e: e, spec: s, res: &Result{Inputs: inputs}, stepOf: map[manifest.ID]string{}, left: MaxRenderedBytes}
 	// A ResourceSet without inputs executes each template once, with
 	// inputs empty. One whose sources gave no input set generates nothing:
 	// a provider with nothing to export (no open pull request, say)
@@ -81,6 +89,9 @@ func (e *expansion) generate(s *spec, inputs []map[string]any) (*Result, error) 
 			g.run(l.step, l.field+".resourcesTemplate", l.text, sets)
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if len(g.errs) > 0 {
 		return nil, errors.Join(g.errs...)
 	}
@@ -96,11 +107,16 @@ func (g *generation) run(step, field, text string, sets []map[string]any) {
 		return
 	}
 	for k, in := range sets {
-		input := k
-		if in == nil {
-			input = -1
+		if err := g.ctx.Err(); err != nil {
+			g.errs = append(g.errs, err)
+			return
 		}
-		out, err := execute(tmpl, in)
+		input := k
+		if len(g.res.Inputs) == 0 {
+			input = -1 // the one execution without inputs
+		}
+		out, err := execute(tmpl, in, g.left)
+		g.left -= len(out)
 		if err != nil {
 			g.errs = append(g.errs, fmt.Errorf("%s: %w", inputName(input), err))
 			return
@@ -247,14 +263,38 @@ func parse(field, text string) (*template.Template, error) {
 		Parse(text)
 }
 
-// execute renders a parsed template with one input set.
-func execute(tmpl *template.Template, inputs map[string]any) ([]byte, error) {
+// execute renders a parsed template with one input set, failing past max
+// bytes.
+func execute(tmpl *template.Template, inputs map[string]any, max int) ([]byte, error) {
 	tmpl.Funcs(template.FuncMap{"inputs": func() map[string]any { return inputs }})
-	var b bytes.Buffer
-	if err := tmpl.Execute(&b, nil); err != nil {
+	b := &boundedBuffer{max: max}
+	if err := tmpl.Execute(b, nil); err != nil {
+		var big *tooMuchError
+		if errors.As(err, &big) {
+			return nil, big
+		}
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// boundedBuffer is a buffer refusing writes past max bytes.
+type boundedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.max {
+		return 0, &tooMuchError{}
+	}
+	return b.Buffer.Write(p)
+}
+
+type tooMuchError struct{}
+
+func (*tooMuchError) Error() string {
+	return fmt.Sprintf("the templates render more than %d MiB of YAML: refused", MaxRenderedBytes>>20)
 }
 
 // decode reads the objects of a rendered template, skipping empty

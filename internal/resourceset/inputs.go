@@ -32,6 +32,11 @@ type source struct {
 func (e *expansion) inputs(ctx context.Context, s *spec) ([]map[string]any, error) {
 	var sources []source
 	if len(s.Inputs) > 0 {
+		for i, in := range s.Inputs {
+			if in == nil { // "- null" or "- ": an input set without values
+				s.Inputs[i] = map[string]any{}
+			}
+		}
 		sources = append(sources, source{obj: e.rset, inputs: s.Inputs})
 	}
 	providers, err := e.selectProviders(s.InputsFrom)

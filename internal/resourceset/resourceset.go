@@ -2,7 +2,6 @@ package resourceset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -55,7 +54,8 @@ type Options struct {
 	// Dynamic resolves the inputs of a provider that is not of type
 	// Static (GitHubPullRequest, GitLabBranch, OCIArtifactTag, ...): the
 	// input sets the operator would export for it, each with its id.
-	// When nil, such a provider makes Expand return a *SkipError.
+	// When nil, such a provider makes Expand return a *SkipError; an
+	// error Dynamic returns is wrapped, so it may be a *SkipError too.
 	Dynamic func(ctx context.Context, provider *unstructured.Unstructured) ([]map[string]any, error)
 	// MaxInputs caps the number of input sets; 0 means DefaultMaxInputs.
 	MaxInputs int
@@ -133,7 +133,7 @@ func IsProvider(u *unstructured.Unstructured) bool {
 // ResourceSet/namespace/name.
 func Expand(ctx context.Context, rset *unstructured.Unstructured, opts Options) (*Result, error) {
 	if !IsResourceSet(rset) {
-		return nil, fmt.Errorf("%s/%s/%s: not a %s", rset.GetKind(), rset.GetNamespace(), rset.GetName(), Kind)
+		return nil, fmt.Errorf("%s: not a %s", ref(rset), Kind)
 	}
 	e := &expansion{rset: rset, opts: opts, ref: ref(rset)}
 	if e.opts.MaxInputs <= 0 {
@@ -147,14 +147,13 @@ func Expand(ctx context.Context, rset *unstructured.Unstructured, opts Options) 
 		return nil, e.wrap(err)
 	}
 	inputs, err := e.inputs(ctx, spec)
+	if skip, ok := err.(*SkipError); ok { //nolint:errorlint // ours, not wrapped: it names the ResourceSet already
+		return nil, skip
+	}
 	if err != nil {
-		var skip *SkipError
-		if errors.As(err, &skip) {
-			return nil, err
-		}
 		return nil, e.wrap(err)
 	}
-	res, err := e.generate(spec, inputs)
+	res, err := e.generate(ctx, spec, inputs)
 	if err != nil {
 		return nil, e.wrap(err)
 	}

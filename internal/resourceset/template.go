@@ -39,6 +39,7 @@ func funcs(inputs map[string]any) template.FuncMap {
 	for _, name := range notInOperator {
 		delete(m, name)
 	}
+	bound(m)
 	m["slugify"] = slugify
 	m["toYaml"] = toYAML
 	m["mustToYaml"] = mustToYAML
