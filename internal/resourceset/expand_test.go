@@ -394,6 +394,17 @@ func TestExpandErrors(t *testing.T) {
 		},
 		want: "ResourceSet/apps/prs: ResourceSetInputProvider/apps/pulls: resolving inputs: no inputs configured for it",
 	}, {
+		name: "dynamic provider skipping",
+		rset: rset(t, "prs", "inputsFrom:\n  - name: pulls\n"+configMapPerInput),
+		opts: resourceset.Options{
+			Providers: []*unstructured.Unstructured{provider(t, "pulls", "GiteaPullRequest", nil, nil)},
+			Dynamic: func(context.Context, *unstructured.Unstructured) ([]map[string]any, error) {
+				return nil, &resourceset.SkipError{ResourceSet: "ResourceSetInputProvider/apps/pulls", Reason: "ferry.yaml gives no inputs for it"}
+			},
+		},
+		want:     "ResourceSet/apps/prs: ResourceSetInputProvider/apps/pulls: resolving inputs: ResourceSetInputProvider/apps/pulls: ferry.yaml gives no inputs for it",
+		wantSkip: true,
+	}, {
 		name: "provider not given",
 		rset: rset(t, "lost", "inputsFrom:\n  - name: defaults\n  - name: gone\n"+configMapPerInput),
 		opts: resourceset.Options{Providers: static},

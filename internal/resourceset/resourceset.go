@@ -2,6 +2,7 @@ package resourceset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -147,8 +148,8 @@ func Expand(ctx context.Context, rset *unstructured.Unstructured, opts Options) 
 		return nil, e.wrap(err)
 	}
 	inputs, err := e.inputs(ctx, spec)
-	if skip, ok := err.(*SkipError); ok { //nolint:errorlint // ours, not wrapped: it names the ResourceSet already
-		return nil, skip
+	if skip := (*SkipError)(nil); errors.As(err, &skip) && skip.ResourceSet == e.ref {
+		return nil, skip // names the ResourceSet already
 	}
 	if err != nil {
 		return nil, e.wrap(err)
