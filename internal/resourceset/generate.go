@@ -46,7 +46,6 @@ func lists(s *spec) []templateList {
 
 // generation collects the objects of one Expand call.
 type generation struct {
-	ctx    context.Context // checked between executions
 	e      *expansion
 	spec   *spec
 	res    *Result
@@ -65,7 +64,7 @@ const MaxRenderedBytes = manifest.MaxFileSize
 // inputs when there are none) and keeps the objects the operator would
 // apply.
 func (e *expansion) generate(ctx context.Context, s *spec, inputs []map[string]any) (*Result, error) {
-	g := &generation{ctx: ctx, e: e, spec: s, res: &Result{Inputs: inputs}, stepOf: map[manifest.ID]string{}, left: MaxRenderedBytes}
+	g := &generation{e: e, spec: s, res: &Result{Inputs: inputs}, stepOf: map[manifest.ID]string{}, left: MaxRenderedBytes}
 	// A ResourceSet without inputs executes each template once, with
 	// inputs empty. One whose sources gave no input set generates nothing:
 	// a provider with nothing to export (no open pull request, say)
@@ -83,10 +82,10 @@ func (e *expansion) generate(ctx context.Context, s *spec, inputs []map[string]a
 				g.errs = append(g.errs, fmt.Errorf("%s: %w", field, err))
 				continue
 			}
-			g.run(l.step, field, string(text), sets)
+			g.run(ctx, l.step, field, string(text), sets)
 		}
 		if l.text != "" {
-			g.run(l.step, l.field+".resourcesTemplate", l.text, sets)
+			g.run(ctx, l.step, l.field+".resourcesTemplate", l.text, sets)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -99,15 +98,16 @@ func (e *expansion) generate(ctx context.Context, s *spec, inputs []map[string]a
 }
 
 // run executes one template with each input set, stopping at the first
-// input set that fails: the same mistake would fail the others too.
-func (g *generation) run(step, field, text string, sets []map[string]any) {
+// input set that fails (the same mistake would fail the others too), or
+// when ctx is done.
+func (g *generation) run(ctx context.Context, step, field, text string, sets []map[string]any) {
 	tmpl, err := parse(field, text)
 	if err != nil {
 		g.errs = append(g.errs, err)
 		return
 	}
 	for k, in := range sets {
-		if err := g.ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			g.errs = append(g.errs, err)
 			return
 		}

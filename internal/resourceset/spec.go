@@ -60,6 +60,9 @@ func parseSpec(obj map[string]any) (*spec, error) {
 	return &s, s.validate()
 }
 
+// maxSteps is the most steps a ResourceSet may have.
+const maxSteps = 20
+
 // validate checks what the API server's schema would have refused.
 func (s *spec) validate() error {
 	if len(s.Steps) > 0 && (len(s.Resources) > 0 || s.ResourcesTemplate != "") {
@@ -82,6 +85,9 @@ func (s *spec) validate() error {
 		default:
 			return fmt.Errorf("spec.inputStrategy.name %q is not one of %s, %s", s.InputStrategy.Name, Flatten, Permute)
 		}
+	}
+	if len(s.Steps) > maxSteps {
+		return fmt.Errorf("spec.steps: %d steps, more than the %d allowed", len(s.Steps), maxSteps)
 	}
 	seen := map[string]bool{}
 	for i, st := range s.Steps {
