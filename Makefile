@@ -42,8 +42,9 @@ cosign:
 example: build
 	hack/example.sh
 
-# kustomize, flux and helm (the oracles) and Alertmanager (the notify
-# tests' receiver), built from the Go module proxy into .cache/testbin.
+# kustomize, flux, helm and flux-operator (the oracles) and Alertmanager
+# (the notify tests' receiver), built from the Go module proxy into
+# .cache/testbin.
 tools:
 	hack/tools.sh
 

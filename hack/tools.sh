@@ -65,3 +65,7 @@ fi
 
 # cosign, which the release build signs with and its tests verify with.
 bash hack/cosign.sh
+
+# The Flux Operator CLI, the oracle for ResourceSets (`flux-operator build
+# rset`); built with a Go 1.27 toolchain of its own.
+bash hack/fluxoperator.sh

@@ -1,0 +1,340 @@
+package resourceset
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"text/template"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-ci/ferry/internal/manifest"
+)
+
+// Labels the operator sets on every object it generates, naming the
+// ResourceSet that owns it.
+const (
+	NameLabel      = "resourceset." + Group + "/name"
+	NamespaceLabel = "resourceset." + Group + "/namespace"
+)
+
+// templateList is one list of templates: the spec's own, or one step's.
+type templateList struct {
+	step      string // "" for the spec's own
+	field     string // spec or spec.steps[i]
+	resources []map[string]any
+	text      string // resourcesTemplate
+}
+
+func lists(s *spec) []templateList {
+	if len(s.Steps) == 0 {
+		return []templateList{{field: "spec", resources: s.Resources, text: s.ResourcesTemplate}}
+	}
+	out := make([]templateList, len(s.Steps))
+	for i, st := range s.Steps {
+		out[i] = templateList{step: st.Name, field: fmt.Sprintf("spec.steps[%d]", i), resources: st.Resources, text: st.ResourcesTemplate}
+	}
+	return out
+}
+
+// generation collects the objects of one Expand call.
+type generation struct {
+	e      *expansion
+	spec   *spec
+	res    *Result
+	seen   map[manifest.ID]bool
+	stepOf map[manifest.ID]string
+	errs   []error
+	left   int // bytes the templates may still render
+}
+
+// MaxRenderedBytes bounds the YAML all the templates of one ResourceSet
+// render together, as manifest.MaxFileSize bounds a file: a template
+// looping over its inputs cannot exhaust the runner.
+const MaxRenderedBytes = manifest.MaxFileSize
+
+// generate executes every template with every input set (once with no
+// inputs when there are none) and keeps the objects the operator would
+// apply.
+func (e *expansion) generate(ctx context.Context, s *spec, inputs []map[string]any) (*Result, error) {
+	g := &generation{e: e, spec: s, res: &Result{Inputs: inputs}, stepOf: map[manifest.ID]string{}, left: MaxRenderedBytes}
+	// A ResourceSet without inputs executes each template once, with
+	// inputs empty. One whose sources gave no input set generates nothing:
+	// a provider with nothing to export (no open pull request, say)
+	// removes what it made.
+	sets := inputs
+	if len(s.Inputs) == 0 && len(s.InputsFrom) == 0 {
+		sets = []map[string]any{nil}
+	}
+	for _, l := range lists(s) {
+		g.seen = map[manifest.ID]bool{}
+		for i, r := range l.resources {
+			field := fmt.Sprintf("%s.resources[%d]", l.field, i)
+			text, err := yaml.Marshal(r)
+			if err != nil {
+				g.errs = append(g.errs, fmt.Errorf("%s: %w", field, err))
+				continue
+			}
+			g.run(ctx, l.step, field, string(text), sets)
+		}
+		if l.text != "" {
+			g.run(ctx, l.step, l.field+".resourcesTemplate", l.text, sets)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(g.errs) > 0 {
+		return nil, errors.Join(g.errs...)
+	}
+	return g.res, nil
+}
+
+// run executes one template with each input set, stopping at the first
+// input set that fails (the same mistake would fail the others too), or
+// when ctx is done.
+func (g *generation) run(ctx context.Context, step, field, text string, sets []map[string]any) {
+	tmpl, err := parse(field, text)
+	if err != nil {
+		g.errs = append(g.errs, err)
+		return
+	}
+	for k, in := range sets {
+		if err := ctx.Err(); err != nil {
+			g.errs = append(g.errs, err)
+			return
+		}
+		input := k
+		if len(g.res.Inputs) == 0 {
+			input = -1 // the one execution without inputs
+		}
+		out, err := execute(tmpl, in, g.left)
+		g.left -= len(out)
+		if err != nil {
+			g.errs = append(g.errs, fmt.Errorf("%s: %w", inputName(input), err))
+			return
+		}
+		objs, err := decode(field, out)
+		if err != nil {
+			g.errs = append(g.errs, fmt.Errorf("%s: %w", inputName(input), err))
+			return
+		}
+		for _, o := range objs {
+			if err := g.add(Object{Object: o, Input: input, Step: step, Template: field}); err != nil {
+				g.errs = append(g.errs, fmt.Errorf("%s: %w", inputName(input), err))
+			}
+		}
+	}
+}
+
+// inputName names an input set in errors.
+func inputName(i int) string {
+	if i < 0 {
+		return "without inputs"
+	}
+	return fmt.Sprintf("input set %d", i)
+}
+
+// add keeps a generated object unless its own annotation disables it or
+// an earlier template of the same list generated its identity already.
+func (g *generation) add(o Object) error {
+	u := o.Object
+	if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+		return fmt.Errorf("%s generated an object without apiVersion, kind or metadata.name: %s", o.Template, ref(u))
+	}
+	for _, f := range []string{"labels", "annotations"} {
+		if err := stringMap(u, f); err != nil {
+			return err
+		}
+	}
+	if u.GetAnnotations()[ReconcileAnnotation] == ReconcileDisabled {
+		g.res.Excluded = append(g.res.Excluded, o)
+		return nil
+	}
+	id := manifest.IDOf(u)
+	if prev, ok := g.stepOf[id]; ok && prev != o.Step {
+		return fmt.Errorf("%s is generated by step %q and by step %q: an object belongs to one step", ref(u), prev, o.Step)
+	}
+	if g.seen[id] {
+		return nil // the first wins: spec.resources before resourcesTemplate, input sets in order
+	}
+	g.seen[id] = true
+	g.stepOf[id] = o.Step
+	g.decorate(u)
+	g.res.Objects = append(g.res.Objects, o)
+	g.res.FromCluster = append(g.res.FromCluster, clusterData(u)...)
+	return nil
+}
+
+// stringMap checks that metadata.<field> maps keys to strings: the
+// operator drops the whole map of an object when one value is not a
+// string, losing labels or annotations silently.
+func stringMap(u *unstructured.Unstructured, field string) error {
+	m, ok := u.Object["metadata"].(map[string]any)[field].(map[string]any)
+	if !ok {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, ok := m[k].(string); !ok {
+			return fmt.Errorf("%s: metadata.%s[%q] is %v, not a string (quote it in the template: the operator would drop all the object's %s)", ref(u), field, k, m[k], field)
+		}
+	}
+	return nil
+}
+
+// decorate merges spec.commonMetadata into a generated object and labels
+// it with its ResourceSet, as the operator does before applying it.
+func (g *generation) decorate(u *unstructured.Unstructured) {
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if cm := g.spec.CommonMetadata; cm != nil {
+		for k, v := range cm.Labels {
+			labels[k] = v
+		}
+		if len(cm.Annotations) > 0 {
+			annotations := u.GetAnnotations()
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			for k, v := range cm.Annotations {
+				annotations[k] = v
+			}
+			u.SetAnnotations(annotations)
+		}
+	}
+	labels[NameLabel] = g.e.rset.GetName()
+	labels[NamespaceLabel] = g.e.rset.GetNamespace()
+	u.SetLabels(labels)
+}
+
+// clusterData lists the annotations of an object (its own, or those of any
+// embedded metadata such as a pod template's) that make the operator read
+// the cluster when it applies the object.
+func clusterData(u *unstructured.Unstructured) []ClusterData {
+	var out []ClusterData
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			if md, ok := t["metadata"].(map[string]any); ok {
+				if ann, ok := md["annotations"].(map[string]any); ok {
+					for _, a := range []string{CopyFromAnnotation, ConvertKubeConfigFromAnnotation, ChecksumFromAnnotation} {
+						if val, ok := ann[a].(string); ok {
+							out = append(out, ClusterData{Object: ref(u), Annotation: a, Value: val})
+						}
+					}
+				}
+			}
+			for _, c := range t {
+				walk(c)
+			}
+		case []any:
+			for _, c := range t {
+				walk(c)
+			}
+		}
+	}
+	walk(u.Object)
+	// Map iteration put nested finds in any order: sort for a stable result.
+	sortClusterData(out)
+	return out
+}
+
+// parse reads one template, named for the field holding it.
+func parse(field, text string) (*template.Template, error) {
+	return template.New(field).
+		Delims(leftDelim, rightDelim).
+		Option("missingkey=error").
+		Funcs(funcs(nil)).
+		Parse(text)
+}
+
+// execute renders a parsed template with one input set, failing past max
+// bytes.
+func execute(tmpl *template.Template, inputs map[string]any, max int) ([]byte, error) {
+	tmpl.Funcs(template.FuncMap{"inputs": func() map[string]any { return inputs }})
+	b := &boundedBuffer{max: max}
+	if err := tmpl.Execute(b, nil); err != nil {
+		var big *tooMuchError
+		if errors.As(err, &big) {
+			return nil, big
+		}
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// boundedBuffer is a buffer refusing writes past max bytes.
+type boundedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.max {
+		return 0, &tooMuchError{}
+	}
+	return b.Buffer.Write(p)
+}
+
+type tooMuchError struct{}
+
+func (*tooMuchError) Error() string {
+	return fmt.Sprintf("the templates render more than %d MiB of YAML: refused", MaxRenderedBytes>>20)
+}
+
+// decode reads the objects of a rendered template, skipping empty
+// documents.
+func decode(field string, data []byte) ([]*unstructured.Unstructured, error) {
+	if err := manifest.CheckAliases(field, data); err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	rd := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for n := 1; ; n++ {
+		doc, err := rd.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading the rendered YAML: %w", field, err)
+		}
+		j, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: rendered document %d is not valid YAML: %w", field, n, err)
+		}
+		if t := bytes.TrimSpace(j); bytes.Equal(t, []byte("null")) || bytes.Equal(t, []byte("{}")) {
+			continue
+		}
+		var obj map[string]any
+		if err := utiljson.Unmarshal(j, &obj); err != nil {
+			return nil, fmt.Errorf("%s: rendered document %d is not an object: %w", field, n, err)
+		}
+		out = append(out, &unstructured.Unstructured{Object: obj})
+	}
+}
+
+// sortClusterData orders the entries of one object by annotation, then
+// value.
+func sortClusterData(d []ClusterData) {
+	sort.Slice(d, func(i, j int) bool {
+		if d[i].Annotation != d[j].Annotation {
+			return d[i].Annotation < d[j].Annotation
+		}
+		return d[i].Value < d[j].Value
+	})
+}
