@@ -69,6 +69,9 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 				fmt.Fprintf(e.stderr, "ferry: target %q: %s not rendered: %s\n", res.Name, rel.ID, rel.Skipped)
 			}
 		}
+		for _, sk := range res.Skipped {
+			fmt.Fprintf(e.stderr, "ferry: target %q: %s not rendered: %s\n", res.Name, sk.ID, sk.Reason)
+		}
 		if note := render.WithoutNote(res.Without, res.Unresolved); note != "" {
 			fmt.Fprintf(e.stderr, "ferry: warning: target %q: %s\n", res.Name, note)
 		}

@@ -41,7 +41,7 @@ func ActsOn(u *unstructured.Unstructured) string {
 		case "FluxInstance":
 			return "Flux Operator instance, whose sync ferry does itself; the cluster has no Flux Operator CRDs"
 		case "ResourceSet", "ResourceSetInputProvider":
-			return "Flux Operator " + gvk.Kind + ", not handled by ferry yet; the cluster has no Flux Operator CRDs"
+			return "Flux Operator " + gvk.Kind + ", whose objects ferry renders itself; the cluster has no Flux Operator CRDs"
 		}
 	case NotificationGroup:
 		switch gvk.Kind {

@@ -52,7 +52,6 @@ func (r *Repo) discover(ctx context.Context) error {
 	}
 	d.renderTargets(ctx)
 	d.addUnreached(inc)
-	r.skipUnhandled(objs, roots)
 	r.nameTargets()
 	if err := checkDiscoveredNames(r.Targets, r.Skipped); err != nil {
 		return err
@@ -91,8 +90,15 @@ func (d *discovery) renderRoots(ctx context.Context) error {
 			continue
 		}
 		res, err := render.Build(ctx, render.Spec{Name: "cluster root " + root.Path, Root: dir, Kustomization: rootKs}, r.opts)
+		if err == nil {
+			res, err = r.expandResourceSets(ctx, res, true)
+		}
 		if err != nil {
 			return fmt.Errorf("discovering targets of cluster %q: %w", root.Name, err)
+		}
+		for _, s := range res.Skipped {
+			_, name, _ := strings.Cut(strings.TrimPrefix(s.ID, "ResourceSet/"), "/")
+			r.Skipped = append(r.Skipped, Skipped{Name: name, Cluster: root.Name, Origin: "cluster root " + root.Path, Reason: s.ID + ": " + s.Reason})
 		}
 		r.rootVars[root.Name] = substitutionSources(res.Set.Objects)
 		r.rootObjs[root.Name] = rootKept(res.Set.Objects)
@@ -234,26 +240,6 @@ func (d *discovery) origin(cluster string, ks *unstructured.Unstructured, via st
 		}
 	}
 	return "rendered from " + via
-}
-
-// unhandled says why ferry does not render a Flux object that makes
-// deployable objects of its own, "" for any other object.
-func unhandled(u *unstructured.Unstructured) string {
-	gvk := u.GroupVersionKind()
-	if gvk.Group == OperatorGroup && (gvk.Kind == "ResourceSet" || gvk.Kind == "ResourceSetInputProvider") {
-		return "Flux Operator " + gvk.Kind + " is not handled yet: the objects it generates are not rendered, diffed or applied by ferry"
-	}
-	return ""
-}
-
-// skipUnhandled lists the objects of the file scan that ferry does not
-// render, so a user sees what a push run leaves out.
-func (r *Repo) skipUnhandled(objs []FluxObject, roots []clusterRoot) {
-	for _, o := range objs {
-		if reason := unhandled(o.Object); reason != "" {
-			r.Skipped = append(r.Skipped, Skipped{Name: o.Object.GetName(), Cluster: clusterOfFile(o.File, roots), Origin: o.Where(), Reason: reason})
-		}
-	}
 }
 
 // forgetDiscoveryRenders drops what discovery's renders cannot be trusted

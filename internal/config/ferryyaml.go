@@ -51,6 +51,11 @@ type File struct {
 	// Limits are the budgets of untrusted work: chart renders, chart
 	// archives, JSON patches. In diff and plan the base revision's hold.
 	Limits *LimitsConfig `json:"limits,omitempty" yaml:"limits,omitempty"`
+	// InputProviders gives, by namespace/name, the input sets of Flux
+	// Operator ResourceSetInputProviders whose inputs come from an API
+	// (pull requests, branches, tags, OCI artifact tags): a render uses
+	// them in place of calling it.
+	InputProviders map[string][]map[string]any `json:"inputProviders,omitempty" yaml:"inputProviders,omitempty"`
 }
 
 // NetworkConfig is ferry.yaml's network: block.

@@ -136,7 +136,7 @@ func TestBrokenDependencyIsScopedToItsTarget(t *testing.T) {
 
 // A FluxInstance declares its cluster as gotk-sync.yaml does; its sync
 // source (an OCIRepository) renders from the folder ferry.yaml maps it
-// to, and a ResourceSet is listed as not handled.
+// to; its ResourceSet is expanded, nothing skipped.
 func TestFluxInstanceRoot(t *testing.T) {
 	t.Parallel()
 	repo := load(t, filepath.Join("testdata", "fleets", "operator"))
@@ -152,8 +152,8 @@ func TestFluxInstanceRoot(t *testing.T) {
 			t.Errorf("target %s: cluster %q root %q, want lab and the repository", tg.Name, tg.Cluster, tg.Root)
 		}
 	}
-	if len(repo.Skipped) != 1 || repo.Skipped[0].Name != "tenants" || !strings.Contains(repo.Skipped[0].Reason, "ResourceSet is not handled") {
-		t.Errorf("skipped = %+v, want the ResourceSet", repo.Skipped)
+	if len(repo.Skipped) != 0 {
+		t.Errorf("skipped = %+v, want nothing", repo.Skipped)
 	}
 
 	// Without the mapping the root cannot render: the cluster is listed,

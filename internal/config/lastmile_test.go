@@ -266,3 +266,90 @@ func TestClusterReadsOnlyWhatTheBaseReads(t *testing.T) {
 		t.Errorf("reads %v, want %v", reads, want)
 	}
 }
+
+// ResourceSets in a cluster root and in a target: the Kustomizations
+// they generate are targets, the HelmReleases they generate render, and
+// a provider that calls an API takes its inputs from ferry.yaml.
+func TestResourceSetsInFleet(t *testing.T) {
+	dir := filepath.Join("testdata", "fleets", "resourcesets")
+	repo, err := config.Load(t.Context(), dir, render.Options{HelmReleases: "render"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"apps", "preview-1042", "preview-1057", "tenant-team-a", "tenant-team-b"}
+	if diff := cmp.Diff(want, targetNames(repo.Targets)); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	if len(repo.Skipped) > 0 {
+		t.Errorf("skipped: %+v", repo.Skipped)
+	}
+	res := renderTarget(t, repo, "apps")
+	for region, label := range map[string]string{"eu": "EU", "us": "US"} {
+		d := findObject(t, res, "Deployment", "podinfo-"+region)
+		if got := nested(t, d, "spec", "replicas"); got != int64(2) {
+			t.Errorf("podinfo-%s: replicas %v, want the provider's 2", region, got)
+		}
+		if got := nested(t, d, "spec", "template", "metadata", "labels", "region"); got != label {
+			t.Errorf("podinfo-%s: region label %v, want %s", region, got, label)
+		}
+	}
+	if len(res.Releases) != 2 || res.Releases[0].ID != "HelmRelease/web/podinfo-eu" {
+		t.Errorf("releases %+v, want the two the ResourceSet generates", res.Releases)
+	}
+	q := findObject(t, renderTarget(t, repo, "tenant-team-a"), "ResourceQuota", "team-a")
+	if got := nested(t, q, "spec", "hard", "pods"); got != int64(4) {
+		t.Errorf("team-a quota %v, want its provider's 4", got)
+	}
+}
+
+// What stops a ResourceSet stops only it: a provider ferry may not call
+// (no inputs for it in ferry.yaml) skips it with the way out; a template
+// error or a missing input key in a root's ResourceSet is listed, one in
+// a target's fails that target alone, naming the ResourceSet.
+func TestResourceSetBadInputs(t *testing.T) {
+	fixture := filepath.Join("testdata", "fleets", "resourcesets")
+	edit := func(t *testing.T, file, from, to string) string {
+		t.Helper()
+		dir := t.TempDir()
+		testtree.Copy(t, fixture, dir)
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), from) {
+			t.Fatalf("%s has no %q", file, from)
+		}
+		testtree.Write(t, dir, map[string]string{file: strings.Replace(string(b), from, to, 1)})
+		return dir
+	}
+	t.Run("provider not given", func(t *testing.T) {
+		repo := load(t, edit(t, "ferry.yaml", "flux-system/previews:", "flux-system/other:"))
+		if got := targetNames(repo.Targets); slices.Contains(got, "preview-1042") || !slices.Contains(got, "apps") {
+			t.Errorf("targets %v", got)
+		}
+		want := "ResourceSet/flux-system/previews: ResourceSetInputProvider/flux-system/previews of type GitHubPullRequest takes its inputs from an API that a render does not call: give them in ferry.yaml (inputProviders: {flux-system/previews: [{...}]})"
+		if len(repo.Skipped) != 1 || repo.Skipped[0].Name != "previews" || repo.Skipped[0].Reason != want {
+			t.Errorf("skipped %+v, want the previews ResourceSet: %s", repo.Skipped, want)
+		}
+	})
+	t.Run("template error in the root", func(t *testing.T) {
+		repo := load(t, edit(t, "clusters/lab/tenants.yaml", "name: tenant-<< inputs.tenant >>", "name: tenant-<< inputs.tenant | nosuchfunc >>"))
+		if len(repo.Skipped) != 1 || repo.Skipped[0].Name != "tenants" || !strings.Contains(repo.Skipped[0].Reason, `function "nosuchfunc" not defined`) {
+			t.Errorf("skipped %+v, want the tenants ResourceSet and its error", repo.Skipped)
+		}
+		renderTarget(t, repo, "apps")
+		renderTarget(t, repo, "preview-1042")
+	})
+	t.Run("missing key in a target", func(t *testing.T) {
+		repo := load(t, edit(t, "apps/lab/podinfo.yaml", "<< inputs.sizes.replicas >>", "<< inputs.sizes.cpu >>"))
+		tg, err := repo.Target("apps")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = repo.Render(t.Context(), tg)
+		if want := `ResourceSet/web/podinfo: `; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `map has no entry for key "cpu"`) {
+			t.Errorf("error %v, want one naming %s and the key", err, want)
+		}
+		renderTarget(t, repo, "tenant-team-a")
+	})
+}

@@ -26,7 +26,7 @@ import (
 //     Flux fields (readyExpr, healthCheckExprs, deletionPolicy,
 //     ignoreMissingComponents, namePrefix), paths without a kustomization;
 //   - operator: a Flux Operator FluxInstance syncing an OCIRepository that
-//     ferry.yaml maps to this checkout, and a ResourceSet ferry skips;
+//     ferry.yaml maps to this checkout, and a ResourceSet in the root;
 //   - artifacts: every app an ExternalArtifact of one ArtifactGenerator
 //     over an OCIRepository that ferry.yaml maps to this checkout, one of
 //     them made of two copy rules (base + overlay);
@@ -37,7 +37,7 @@ import (
 //     the same name copying its own overlay;
 //   - clustervars: a target whose substituteFrom Secret is not in Git
 //     (only the cluster holds it), and one whose optional ConfigMap is not.
-var oracleFixtures = []string{"namespaced", "operator", "artifacts", "fluxinstance", "clusterartifacts", "clustervars"}
+var oracleFixtures = []string{"namespaced", "operator", "artifacts", "fluxinstance", "clusterartifacts", "clustervars", "resourcesets"}
 
 // oracleVars names, for a fixture whose targets substitute from a
 // ConfigMap of the repository, the file holding it: flux build --dry-run
@@ -91,7 +91,7 @@ func TestFixturesMatchFluxBuild(t *testing.T) {
 				if file, ok := oracleVars[fixture]; ok {
 					ks = inlineVars(t, filepath.Join(repo.Root, file), ks)
 				}
-				want := fluxBuild(t, bin, root, tg.Path, tg.Namespace, ks)
+				want := withResourceSets(t, fluxBuild(t, bin, root, tg.Path, tg.Namespace, ks))
 				got := byID(res.Set.Objects)
 				if len(want) == 0 {
 					t.Fatal("flux built nothing")
@@ -102,6 +102,75 @@ func TestFixturesMatchFluxBuild(t *testing.T) {
 			})
 		}
 	}
+}
+
+// withResourceSets adds to want, flux build's objects by ID, what each
+// Flux Operator ResourceSet among them generates, by `flux-operator build
+// rset` with the ResourceSetInputProviders among them: what the cluster
+// would do (kustomize-controller applies the ResourceSet, the operator
+// expands it).
+func withResourceSets(t *testing.T, want map[string]any) map[string]any {
+	t.Helper()
+	var rsets []string
+	var providers []byte
+	for id, o := range want {
+		switch {
+		case strings.HasPrefix(id, "ResourceSet.fluxcd.controlplane.io/"):
+			rsets = append(rsets, id)
+		case strings.HasPrefix(id, "ResourceSetInputProvider.fluxcd.controlplane.io/"):
+			b, err := yaml.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			providers = append(append(providers, "---\n"...), b...)
+		}
+	}
+	if len(rsets) == 0 {
+		return want
+	}
+	bin := testbin.Tool(t, "flux-operator", "tools")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "providers.yaml"), providers, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range rsets {
+		b, err := yaml.Marshal(want[id])
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(dir, "rset.yaml")
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"build", "rset", "-f", file}
+		if len(providers) > 0 {
+			args = append(args, "--inputs-from-provider", filepath.Join(dir, "providers.yaml"))
+		}
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(t.Context(), bin, args...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("flux-operator build rset %s: %v\n%s", id, err, stderr.String())
+		}
+		var objs []*unstructured.Unstructured
+		for _, doc := range strings.Split(stdout.String(), "\n---\n") {
+			if strings.TrimSpace(strings.TrimPrefix(doc, "---")) == "" {
+				continue
+			}
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+				t.Fatalf("flux-operator output: %v\n%s", err, doc)
+			}
+			objs = append(objs, u)
+		}
+		if len(objs) == 0 {
+			t.Fatalf("flux-operator built nothing of %s", id)
+		}
+		for id, o := range byID(objs) {
+			want[id] = o
+		}
+	}
+	return want
 }
 
 // inlineVars is ks with the variables of the ConfigMap in file, when its

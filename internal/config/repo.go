@@ -373,6 +373,9 @@ func (r *Repo) build(ctx context.Context, t *Target) (*render.Result, error) {
 	}
 	r.busy[t] = true
 	res, err := render.Build(ctx, r.spec(t), r.opts)
+	if err == nil {
+		res, err = r.expandResourceSets(ctx, res, false)
+	}
 	delete(r.busy, t)
 	if err != nil {
 		r.errs[t] = err

@@ -129,11 +129,22 @@ type Result struct {
 	// variables it left as written for want of them.
 	Without    []string
 	Unresolved []string
+	// Skipped lists the objects of the render that generate others and
+	// were not expanded (a Flux Operator ResourceSet whose inputs ferry
+	// cannot resolve), with why.
+	Skipped []SkippedObject
 	// Releases lists the Flux HelmReleases of the render that were
 	// expanded into the objects of their charts, in the order of the
 	// render (none when the target's cluster leaves them to a
 	// helm-controller).
 	Releases []Release
+}
+
+// SkippedObject is an object of a render that ferry left as it is.
+type SkippedObject struct {
+	// ID is its Kind/namespace/name.
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
 }
 
 // Release is a Flux HelmRelease a render expanded: which chart, at which
