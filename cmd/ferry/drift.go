@@ -85,6 +85,7 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	if err != nil {
 		return err
 	}
+	defer repo.Close()
 	targets, err := repo.Select(args)
 	if err != nil {
 		return err
