@@ -896,6 +896,7 @@ func applyInProcess(ctx context.Context, repoDir, kubeconfig, invNS string) (str
 	if err != nil {
 		return "", err
 	}
+	defer repo.Close()
 	ts, err := repo.Select(nil)
 	if err != nil {
 		return "", err

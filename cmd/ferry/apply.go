@@ -68,6 +68,7 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	if err != nil {
 		return err
 	}
+	defer repo.Close()
 	fleet, preflight, err := o.fleet(ctx, e, repo, targets)
 	if err != nil {
 		err = fmt.Errorf("nothing was applied: %w", err)
@@ -172,9 +173,11 @@ func (o *applyOptions) selectTargets(ctx context.Context, e *env, args []string)
 	o.cluster.readFromClusters(e, repo)
 	targets, err := repo.Select(args)
 	if err != nil {
+		repo.Close()
 		return nil, nil, err
 	}
 	if err := repo.Blocked(targets...); err != nil {
+		repo.Close()
 		return nil, nil, fmt.Errorf("nothing was applied: %w", err)
 	}
 	return repo, targets, nil

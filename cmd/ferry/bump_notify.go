@@ -41,6 +41,7 @@ func (o *bumpOptions) notifyPRs(ctx context.Context, e *env, opened []bump.Opene
 		e.notifyWarning(fmt.Sprintf("notifications: reading the repository's Flux notification objects: %v", err))
 		return
 	}
+	defer repo.Close()
 	e.notify(ctx, o.notify, repo, map[string][]notify.Event{config.AllClusters: events})
 }
 

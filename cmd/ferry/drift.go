@@ -86,6 +86,7 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 		return err
 	}
 	o.cluster.readFromClusters(e, repo)
+	defer repo.Close()
 	targets, err := repo.Select(args)
 	if err != nil {
 		return err

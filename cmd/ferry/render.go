@@ -49,6 +49,7 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 	if err != nil {
 		return err
 	}
+	defer repo.Close()
 	if o.list {
 		return printListing(ctx, e, repo, o.format.value)
 	}

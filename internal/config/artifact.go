@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -87,7 +88,7 @@ func (r *Repo) artifactFor(t *Target, ns, name string) *generatedArtifact {
 
 // resolveArtifact sets what a target whose sourceRef is the
 // ExternalArtifact ns/name renders from, or returns why it cannot be.
-func (r *Repo) resolveArtifact(t *Target, ns, name string, self map[string]bool) string {
+func (r *Repo) resolveArtifact(ctx context.Context, t *Target, ns, name string, self map[string]bool) string {
 	id := "ExternalArtifact/" + ns + "/" + name
 	ga := r.artifactFor(t, ns, name)
 	if ga == nil {
@@ -107,7 +108,7 @@ func (r *Repo) resolveArtifact(t *Target, ns, name string, self map[string]bool)
 		if s.Kind == "ExternalArtifact" {
 			return fmt.Sprintf("source %s: %s: alias %q is an ExternalArtifact, which ferry does not chain yet", id, gen, s.Alias)
 		}
-		dir, reason := r.sourceDir(s.Kind, sns, s.Name, self)
+		dir, _, reason := r.sourceDir(ctx, t.Cluster, s.Kind, sns, s.Name, self)
 		if reason != "" {
 			return fmt.Sprintf("source %s: %s: alias %q: %s", id, gen, s.Alias, reason)
 		}

@@ -39,6 +39,8 @@ func (r *Repo) discover(ctx context.Context) error {
 	}
 	r.artifacts = indexArtifacts(objs, inc, roots)
 	r.self = selfSources(objs, roots)
+	r.syncURLs, r.syncRefs = syncSourceRefs(objs, r.self)
+	r.gitRepos = indexGitRepositories(objs, inc, roots)
 	d := &discovery{
 		r:       r,
 		roots:   roots,
@@ -51,7 +53,7 @@ func (r *Repo) discover(ctx context.Context) error {
 		return err
 	}
 	d.renderTargets(ctx)
-	d.addUnreached(inc)
+	d.addUnreached(ctx, inc)
 	r.nameTargets()
 	if err := checkDiscoveredNames(r.Targets, r.Skipped); err != nil {
 		return err
@@ -85,7 +87,7 @@ func (d *discovery) renderRoots(ctx context.Context) error {
 	r := d.r
 	for _, root := range d.roots {
 		r.Clusters = append(r.Clusters, root.Cluster)
-		rootKs, dir, ok := d.rootSource(root)
+		rootKs, dir, ok := d.rootSource(ctx, root)
 		if !ok {
 			continue
 		}
@@ -109,11 +111,12 @@ func (d *discovery) renderRoots(ctx context.Context) error {
 		for _, f := range files {
 			r.rootFiles[root.Name][f] = true
 		}
+		r.gitRepos.addRendered(root.Name, res.Set.Objects)
 		for _, o := range res.Set.Objects {
 			if !isKustomization(o) || (root.sync != nil && o.GetName() == root.sync.Object.GetName() && o.GetNamespace() == root.sync.Object.GetNamespace()) {
 				continue
 			}
-			d.enqueue(d.add(root.Name, o, d.origin(root.Name, o, root.Path)))
+			d.enqueue(d.add(ctx, root.Name, o, d.origin(root.Name, o, root.Path)))
 		}
 	}
 	return nil
@@ -124,14 +127,14 @@ func (d *discovery) renderRoots(ctx context.Context) error {
 // (this repository, or a folder ferry.yaml maps it to), or a synthetic one
 // over the repository for a clusters/<name> folder. When ferry cannot
 // reach the sync source it records the root as skipped and returns false.
-func (d *discovery) rootSource(root clusterRoot) (*unstructured.Unstructured, string, bool) {
+func (d *discovery) rootSource(ctx context.Context, root clusterRoot) (*unstructured.Unstructured, string, bool) {
 	r := d.r
 	if root.sync == nil {
 		return syntheticKustomization(root.Name, root.Path), r.Root, true
 	}
 	rootKs := root.sync.Object.DeepCopy()
 	kind, ns, name := sourceRef(rootKs, namespaceOr(rootKs.GetNamespace()))
-	dir, reason := r.sourceDir(kind, ns, name, d.self)
+	dir, _, reason := r.sourceDir(ctx, root.Name, kind, ns, name, d.self)
 	if reason != "" {
 		r.Skipped = append(r.Skipped, Skipped{Name: rootKs.GetName(), Cluster: root.Name, Origin: root.Origin, Reason: "cluster root " + root.Path + ": " + reason})
 		return nil, "", false
@@ -151,10 +154,15 @@ func (d *discovery) renderTargets(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		d.idx.markRead(d.reached, res.Files) // repository-relative (Repo.Render)
+		// A render of another ref read files of that ref, not of the
+		// checkout.
+		if t.Revision == nil {
+			d.idx.markRead(d.reached, res.Files) // repository-relative (Repo.Render)
+		}
+		d.r.gitRepos.addRendered(t.Cluster, res.Set.Objects)
 		for _, o := range res.Set.Objects {
 			if isKustomization(o) {
-				d.enqueue(d.add(t.Cluster, o, d.origin(t.Cluster, o, t.Name)))
+				d.enqueue(d.add(ctx, t.Cluster, o, d.origin(t.Cluster, o, t.Name)))
 			}
 		}
 	}
@@ -163,7 +171,7 @@ func (d *discovery) renderTargets(ctx context.Context) {
 // addUnreached adds as targets the Kustomization files no render reached
 // (sync Kustomizations aside), in the namespace the kustomization that
 // includes the file would give them.
-func (d *discovery) addUnreached(inc *includes) {
+func (d *discovery) addUnreached(ctx context.Context, inc *includes) {
 	for _, k := range d.idx.all {
 		if isSyncOf(k.FluxObject, d.roots) || d.reached[k.where] {
 			continue
@@ -172,7 +180,7 @@ func (d *discovery) addUnreached(inc *includes) {
 		if ns := inc.namespaceOf(k.File); ns != "" {
 			obj.SetNamespace(ns)
 		}
-		d.add(k.cluster, obj, k.where)
+		d.add(ctx, k.cluster, obj, k.where)
 	}
 }
 
@@ -188,7 +196,7 @@ func (d *discovery) enqueue(t *Target) {
 // and returns it. It returns nil, adding nothing, when a target of that
 // cluster, namespace and name was added (or skipped) already, and when
 // ferry cannot reach the target's source, which it records as skipped.
-func (d *discovery) add(cluster string, ks *unstructured.Unstructured, origin string) *Target {
+func (d *discovery) add(ctx context.Context, cluster string, ks *unstructured.Unstructured, origin string) *Target {
 	r := d.r
 	ns := namespaceOr(ks.GetNamespace())
 	key := cluster + "/" + ns + "/" + ks.GetName()
@@ -209,7 +217,7 @@ func (d *discovery) add(cluster string, ks *unstructured.Unstructured, origin st
 		}
 		t.deps = append(t.deps, dep)
 	}
-	if reason := r.resolveSource(t, d.self); reason != "" {
+	if reason := r.resolveSource(ctx, t, d.self); reason != "" {
 		r.Skipped = append(r.Skipped, Skipped{Name: t.Name, Cluster: cluster, Origin: origin, Reason: reason})
 		d.byKey[key] = nil
 		return nil
@@ -445,15 +453,16 @@ func selfSources(objs []FluxObject, roots []clusterRoot) map[string]bool {
 	return self
 }
 
-// resolveSource sets the directory a target renders from, or returns why
+// resolveSource sets the directory a target renders from (and the
+// revision, when that is another ref of this repository), or returns why
 // it cannot be rendered.
-func (r *Repo) resolveSource(t *Target, self map[string]bool) string {
+func (r *Repo) resolveSource(ctx context.Context, t *Target, self map[string]bool) string {
 	kind, ns, name := sourceRef(t.Kustomization, t.Namespace)
 	if kind == "ExternalArtifact" && name != "" {
-		return r.resolveArtifact(t, ns, name, self)
+		return r.resolveArtifact(ctx, t, ns, name, self)
 	}
-	dir, reason := r.sourceDir(kind, ns, name, self)
-	t.Root = dir
+	dir, rev, reason := r.sourceDir(ctx, t.Cluster, kind, ns, name, self)
+	t.Root, t.Revision = dir, rev
 	return reason
 }
 
@@ -472,12 +481,15 @@ func sourceRef(ks *unstructured.Unstructured, ns string) (kind, namespace, name 
 }
 
 // sourceDir is the folder that holds the content of the source kind
-// ns/name: this repository (no source, or a GitRepository that stands for
-// it), or the folder ferry.yaml sources: maps it to. Otherwise it returns
-// why there is none, with the line to add to ferry.yaml.
-func (r *Repo) sourceDir(kind, ns, name string, self map[string]bool) (string, string) {
+// ns/name of cluster: this repository (no source, or a GitRepository
+// that stands for it), the folder ferry.yaml sources: maps it to, or, for
+// a GitRepository of this repository's URL at another ref, an export of
+// that ref (see otherRef), which it returns the revision of. Otherwise it
+// returns why there is none, with the line to add to ferry.yaml or the
+// ref to fetch.
+func (r *Repo) sourceDir(ctx context.Context, cluster, kind, ns, name string, self map[string]bool) (string, *SourceRevision, string) {
 	if name == "" || kind == "GitRepository" && self[name] {
-		return r.Root, ""
+		return r.Root, nil, ""
 	}
 	id := kind + "/" + ns + "/" + name
 	if r.File != nil {
@@ -489,18 +501,23 @@ func (r *Repo) sourceDir(kind, ns, name string, self map[string]bool) (string, s
 		if ok {
 			dir, err := r.mapSource(key, p)
 			if err != nil {
-				return "", fmt.Sprintf("source %s: %v", id, err)
+				return "", nil, fmt.Sprintf("source %s: %v", id, err)
 			}
-			return dir, ""
+			return dir, nil, ""
+		}
+	}
+	if kind == "GitRepository" {
+		if dir, rev, reason, ok := r.otherRef(ctx, cluster, ns, name); ok {
+			return dir, rev, reason
 		}
 	}
 	switch kind {
 	case "GitRepository":
-		return "", fmt.Sprintf("source %s is another repository: check it out beside this one and add it to ferry.yaml: sources: {%s: ../<checkout>}", id, name)
+		return "", nil, fmt.Sprintf("source %s is another repository: check it out beside this one and add it to ferry.yaml: sources: {%s: ../<checkout>}", id, name)
 	case "OCIRepository", "Bucket":
-		return "", fmt.Sprintf("source %s is an artifact ferry does not fetch: if CI builds it from a folder of this repository, add it to ferry.yaml: sources: {%s/%s: ./<folder>}", id, kind, name)
+		return "", nil, fmt.Sprintf("source %s is an artifact ferry does not fetch: if CI builds it from a folder of this repository, add it to ferry.yaml: sources: {%s/%s: ./<folder>}", id, kind, name)
 	}
-	return "", "source " + id + ": source kind " + kind + " is not supported yet"
+	return "", nil, "source " + id + ": source kind " + kind + " is not supported yet"
 }
 
 // namespaceOr is ns, or DefaultNamespace when ns is empty.

@@ -353,7 +353,7 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 			src.Chart, src.Version = c.Chart, c.Version
 			return src, "", nil
 		case "GitRepository", "Bucket":
-			dir, reason := r.sourceDir(ref.Kind, ref.Namespace, ref.Name, r.self)
+			dir, _, reason := r.sourceDir(ctx, t.Cluster, ref.Kind, ref.Namespace, ref.Name, r.self)
 			if reason != "" {
 				return helm.ChartSource{}, "", &skippedRelease{reason: "chart " + c.Chart + ": " + reason}
 			}

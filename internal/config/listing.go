@@ -46,6 +46,10 @@ type ListedTarget struct {
 	// left as written (render.Result's Without and Unresolved).
 	RenderedWithout []string `json:"renderedWithout,omitempty"`
 	Unresolved      []string `json:"unresolved,omitempty"`
+	// Revision is set when the target renders another ref of this
+	// repository than the checked-out one: which GitRepository, ref and
+	// commit.
+	Revision *SourceRevision `json:"revision,omitempty"`
 }
 
 // List renders every target (with encrypted Secrets as the Repo's options
@@ -55,7 +59,7 @@ type ListedTarget struct {
 func (r *Repo) List(ctx context.Context) (*Listing, error) {
 	l := &Listing{Targets: []ListedTarget{}, Skipped: r.Skipped, Clusters: r.Clusters}
 	for _, t := range r.Targets {
-		lt := ListedTarget{Name: t.Name, Cluster: t.Cluster, Path: t.Path, Prune: t.Prune, TargetNamespace: t.TargetNamespace, DependsOn: t.DependsOn, Origin: t.Origin, State: "ok"}
+		lt := ListedTarget{Name: t.Name, Cluster: t.Cluster, Path: t.Path, Prune: t.Prune, TargetNamespace: t.TargetNamespace, DependsOn: t.DependsOn, Origin: t.Origin, State: "ok", Revision: t.Revision}
 		res, err := r.Render(ctx, t)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -79,7 +83,9 @@ func (l *Listing) JSON(w io.Writer) error {
 }
 
 // Text writes the listing as a table, then a line per cluster (`cluster
-// NAME: root PATH, from HOW (WHERE)`), per HelmRelease a
+// NAME: root PATH, from HOW (WHERE)`), per target rendered from another
+// ref of the repository (`ref TARGET: GitRepository/NS/NAME at branch B:
+// commit C (refs/remotes/origin/B)`), per HelmRelease a
 // target installs (`chart TARGET: HelmRelease/NS/NAME installs CHART
 // VERSION (Helm release NAME in NS)`), per failed target and per skipped
 // Kustomization.
@@ -94,6 +100,15 @@ func (l *Listing) Text(w io.Writer) error {
 	}
 	for _, c := range l.Clusters {
 		fmt.Fprintf(w, "cluster %s: root %s, from %s (%s)\n", cell(c.Name), cell(c.Path), c.From, cell(c.Origin))
+	}
+	for _, t := range l.Targets {
+		if rev := t.Revision; rev != nil {
+			fmt.Fprintf(w, "ref %s: %s at %s: commit %s", cell(t.Name), cell(rev.Source), cell(rev.Ref), cell(rev.Commit))
+			if rev.Name != "" {
+				fmt.Fprintf(w, " (%s)", cell(rev.Name))
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	for _, t := range l.Targets {
 		for _, rel := range t.Releases {

@@ -59,6 +59,12 @@ type Target struct {
 	// Kustomization is the Flux Kustomization object (as patched by the
 	// render that produced it, or synthesized from ferry.yaml).
 	Kustomization *unstructured.Unstructured
+	// Revision is set when the target's source is this repository at
+	// another ref than the one checked out (a GitRepository of this
+	// repository's URL whose spec.ref names another branch, tag, semver
+	// range or commit): Root is then an export of that commit, which the
+	// Repo removes on Close.
+	Revision *SourceRevision
 	// Artifact is set when the target's source is an ExternalArtifact made
 	// by an ArtifactGenerator of the repository: Path is then relative to
 	// that artifact.
@@ -147,17 +153,28 @@ type Repo struct {
 
 	trusted                       *Repo  // the revision that decides this one's reach; nil when it is trusted itself
 	checkout, rootReal, workspace string // see locate
+
+	// Other refs of this repository (gitref.go).
+	gitRepos  *gitRepositories  // the GitRepositories discovery saw
+	syncURLs  []string          // of the GitRepositories that stand for the checkout
+	syncRefs  map[string]bool   // their refs (gitRef.key)
+	urls      map[string]bool   // selfURLs
+	clone     *selfGit          // the clone holding the checkout
+	exportDir string            // where the exports are, "" until the first
+	exports   map[string]string // by commit
 }
 
 // Load reads ferry.yaml and, when it declares no targets, discovers them
 // from the repository's Flux objects (which renders the cluster roots and
 // the targets that may hold nested Kustomizations). The revision at root
 // is trusted: its ferry.yaml decides ferry's reach (see LoadProposed).
+// Close the Repo when done with it: targets that render another ref of
+// the repository render from folders it owns.
 func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) {
 	return load(ctx, root, opts, nil)
 }
 
-func load(ctx context.Context, root string, opts render.Options, trusted *Repo) (*Repo, error) {
+func load(ctx context.Context, root string, opts render.Options, trusted *Repo) (_ *Repo, err error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, err
@@ -197,6 +214,11 @@ func load(ctx context.Context, root string, opts render.Options, trusted *Repo) 
 		expanded:  map[*Target]*render.Result{},
 		expandErr: map[*Target]error{},
 	}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
 	if err := r.locate(); err != nil {
 		return nil, err
 	}
@@ -710,6 +732,11 @@ func bareName(n string) string {
 func (r *Repo) Inputs(t *Target) render.Watch {
 	if from, _, _ := unstructured.NestedSlice(t.Kustomization.Object, "spec", "postBuild", "substituteFrom"); len(from) > 0 {
 		return render.Watch{Unknown: true}
+	}
+	if t.Revision != nil {
+		// Another ref of the repository: no file of this revision is
+		// read (which ref and commit it is, is part of the target).
+		return render.Watch{}
 	}
 	w := render.Inputs(r.spec(t))
 	if t.HelmReleases != HelmController && !w.Unknown && holdsReleases(t.Root, w) {

@@ -213,6 +213,7 @@ func Everything(ctx context.Context, opts Options, why string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer head.Close() // only names are read
 	if opts.ReadCluster != nil {
 		head.ReadFromClusters(opts.ReadCluster)
 	}
@@ -237,7 +238,13 @@ func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
 	if len(rv.changed) == 0 {
 		return p, nil, nil
 	}
-	cleanup := rv.cleanup
+	// The repositories are closed (the exports of other refs their
+	// targets render from removed) with the revisions' exports.
+	cleanup := func() {
+		p.base.Close()
+		p.head.Close()
+		rv.cleanup()
+	}
 	// Both revisions are exports; sources: paths stay relative to the
 	// checkout. The head is data: its reach (sources:, clusters:, chart
 	// sources, credentials) is the base's.
@@ -279,6 +286,10 @@ func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
 			a.Why = "new target"
 		case !sameDefinition(bt, ht):
 			a.Why = "definition changed (" + ht.Origin + ")"
+		case !reflect.DeepEqual(bt.Revision, ht.Revision):
+			// Its GitRepository (this repository at another ref)
+			// changed ref.
+			a.Why = "source changed: " + revisionOf(bt) + " -> " + revisionOf(ht)
 		default:
 			if !p.head.Inputs(ht).Touches(rv.changed) && !p.base.Inputs(bt).Touches(rv.changed) {
 				p.Unaffected++
@@ -310,12 +321,18 @@ func (p *Plan) confirm(ctx context.Context, bt, ht *config.Target, changed []str
 	if berr != nil || herr != nil {
 		return "fails to render", true
 	}
+	// A side rendered from another ref of the repository read no file
+	// of the change, whatever their names.
 	read := map[string]bool{}
-	for _, f := range bres.Files {
-		read[f] = true
+	if bt.Revision == nil {
+		for _, f := range bres.Files {
+			read[f] = true
+		}
 	}
-	for _, f := range hres.Files {
-		read[f] = true
+	if ht.Revision == nil {
+		for _, f := range hres.Files {
+			read[f] = true
+		}
 	}
 	var hit []string
 	for _, c := range changed {
@@ -332,6 +349,15 @@ func (p *Plan) confirm(ctx context.Context, bt, ht *config.Target, changed []str
 		why += fmt.Sprintf(" and %d more", len(hit)-3)
 	}
 	return why, true
+}
+
+// revisionOf names what a target renders: its revision, or the ref and
+// commit of this repository its GitRepository names.
+func revisionOf(t *config.Target) string {
+	if t.Revision == nil {
+		return "this revision"
+	}
+	return t.Revision.Source + " at " + t.Revision.Ref + " (" + shortHash(t.Revision.Commit) + ")"
 }
 
 func sameDefinition(a, b *config.Target) bool {
