@@ -214,9 +214,6 @@ func Everything(ctx context.Context, opts Options, why string) (*Plan, error) {
 		return nil, err
 	}
 	defer head.Close() // only names are read
-	if opts.ReadCluster != nil {
-		head.ReadFromClusters(opts.ReadCluster)
-	}
 	consider := considered(opts.Targets)
 	p := &Plan{head: head}
 	for _, t := range head.Targets {
