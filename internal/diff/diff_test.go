@@ -233,3 +233,29 @@ func TestReleases(t *testing.T) {
 		t.Errorf("a rendered release: NotRendered() = %q, want none", got)
 	}
 }
+
+// A target rendered without a substituteFrom object only the cluster
+// holds says so in every format, with the variables left as written.
+func TestRenderedWithoutIsReported(t *testing.T) {
+	cm := obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: n}\ndata: {url: \"https://dash.${SECRET_DOMAIN}\"}\n")
+	objs := Sets(nil, []*unstructured.Unstructured{cm}, false, nil)
+	r := &Report{Base: "b", Head: "h", Targets: []Target{{Name: "apps", Why: "changed", Objects: objs, Counts: count(objs), RenderedWithout: []string{"Secret/flux-system/cluster-secrets"}, Unresolved: []string{"SECRET_DOMAIN"}}}}
+	want := "rendered without Secret/flux-system/cluster-secrets (not in Git: only the cluster holds it, and apply, drift and diff --live read it there); ${SECRET_DOMAIN} left as written"
+	md := strings.Join(Markdown(r), "\n")
+	if !strings.Contains(md, "rendered without Secret/flux-system/cluster-secrets") || !strings.Contains(md, "SECRET_DOMAIN") {
+		t.Errorf("markdown lacks the note:\n%s", md)
+	}
+	var text, js strings.Builder
+	if err := Text(&text, r, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), want) {
+		t.Errorf("text lacks %q:\n%s", want, text.String())
+	}
+	if err := JSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"renderedWithout": [`) || !strings.Contains(js.String(), `"unresolved": [`) {
+		t.Errorf("JSON lacks renderedWithout/unresolved:\n%s", js.String())
+	}
+}
