@@ -46,6 +46,10 @@ type ListedTarget struct {
 	// left as written (render.Result's Without and Unresolved).
 	RenderedWithout []string `json:"renderedWithout,omitempty"`
 	Unresolved      []string `json:"unresolved,omitempty"`
+	// NotExpanded lists the objects of the render that generate others
+	// and were left as they are (a ResourceSet whose inputs ferry cannot
+	// resolve), with why.
+	NotExpanded []render.SkippedObject `json:"notExpanded,omitempty"`
 	// Revision is set when the target renders another ref of this
 	// repository than the checked-out one: which GitRepository, ref and
 	// commit.
@@ -69,6 +73,7 @@ func (r *Repo) List(ctx context.Context) (*Listing, error) {
 		} else {
 			lt.Releases = res.Releases
 			lt.RenderedWithout, lt.Unresolved = res.Without, res.Unresolved
+			lt.NotExpanded = res.Skipped
 		}
 		l.Targets = append(l.Targets, lt)
 	}
@@ -122,6 +127,9 @@ func (l *Listing) Text(w io.Writer) error {
 	for _, t := range l.Targets {
 		if note := render.WithoutNote(t.RenderedWithout, t.Unresolved); note != "" {
 			fmt.Fprintf(w, "warning %s: %s\n", cell(t.Name), cell(note))
+		}
+		for _, sk := range t.NotExpanded {
+			fmt.Fprintf(w, "warning %s: %s not rendered: %s\n", cell(t.Name), cell(sk.ID), cell(sk.Reason))
 		}
 	}
 	for _, t := range l.Targets {
