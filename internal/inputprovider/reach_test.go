@@ -128,3 +128,15 @@ func TestResolveSkips(t *testing.T) {
 	_, err = inputprovider.Resolve(t.Context(), provider(t, doc("  type: GitHubBranch\n  url: "+strings.TrimSuffix(gh.URL, "/")+"/lab/app")), inputprovider.Options{AllowHosts: []string{ghHost}})
 	wantSkip(t, err, "answered 401 to an anonymous call")
 }
+
+// allowHosts entries are host:port, or a host alone for the scheme's
+// default port: another port of the same host is another host.
+func TestAllowHostsPorts(t *testing.T) {
+	doc := func(url string) string {
+		return "apiVersion: fluxcd.controlplane.io/v1\nkind: ResourceSetInputProvider\nmetadata: {name: p, namespace: ns}\nspec: {type: OCIArtifactTag, url: '" + url + "'}"
+	}
+	for _, url := range []string{"oci://registry.example.com:5000/app", "oci://other.example.com/app"} {
+		_, err := inputprovider.Resolve(t.Context(), provider(t, doc(url)), inputprovider.Options{AllowHosts: []string{"registry.example.com"}})
+		wantSkip(t, err, "is not allowed")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/adler32"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -202,7 +203,7 @@ func strings_(v any) []string {
 }
 
 func (p *provider) skip(reason string) error {
-	return &resourceset.SkipError{ResourceSet: p.ref, Reason: reason}
+	return &resourceset.SkipError{ResourceSet: p.ref, Reason: p.ref + " of type " + typeOrNone(p.typ) + ": " + reason}
 }
 
 // isChangeRequest reports whether p lists pull requests.
@@ -314,18 +315,25 @@ func Checksum(name string) string {
 	return strconv.FormatUint(uint64(adler32.Checksum([]byte(name))), 10)
 }
 
-// hostAllowed reports whether u's host:port is in allow.
+// hostAllowed reports whether u's host and port are in allow, where an
+// entry without a port means the default port of u's scheme. For GitHub
+// an allowed github.com also allows its API, api.github.com.
 func hostAllowed(u *url.URL, allow []string) bool {
-	hp := u.Host
-	if u.Port() == "" {
-		switch strings.ToLower(u.Scheme) {
-		case "http":
-			hp += ":80"
-		case "https", "oci":
-			hp += ":443"
+	def := "443"
+	if strings.EqualFold(u.Scheme, "http") {
+		def = "80"
+	}
+	hp := strings.ToLower(u.Hostname()) + ":" + cmp.Or(u.Port(), def)
+	for _, a := range allow {
+		a = strings.ToLower(a)
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			a += ":" + def
+		}
+		if a == hp {
+			return true
 		}
 	}
-	return slices.Contains(allow, hp) || slices.Contains(allow, u.Host) || slices.Contains(allow, u.Hostname())
+	return false
 }
 
 // sameOrigin reports whether raw is on the server at base (same
