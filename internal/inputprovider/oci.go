@@ -40,8 +40,8 @@ func (p *provider) oci(ctx context.Context, opts Options) ([]item, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: spec.url %q: %w", p.ref, p.url, err)
 	}
-	// No credentials: a transport that drops any Authorization header
-	// but the registry's own anonymous tokens go through remote's.
+	// No credentials are given: remote reads anonymously, fetching the
+	// anonymous token a registry's challenge asks for.
 	ropts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(orDefault(opts.Transport)), remote.WithUserAgent("ferry")}
 	tags, err := remote.List(repo, ropts...)
 	if err != nil {

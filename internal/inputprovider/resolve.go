@@ -149,7 +149,7 @@ func parse(u *unstructured.Unstructured) (*provider, error) {
 			p.limit = n
 		}
 	}
-	p.labels = strings_(f["labels"])
+	p.labels = stringList(f["labels"])
 	var err error
 	re := func(field string) *regexp.Regexp {
 		s, _ := f[field].(string)
@@ -175,7 +175,7 @@ func parse(u *unstructured.Unstructured) (*provider, error) {
 		p.semver = c
 	}
 	sk, _, _ := unstructured.NestedMap(u.Object, "spec", "skip")
-	p.skipLabels = strings_(sk["labels"])
+	p.skipLabels = stringList(sk["labels"])
 	return p, nil
 }
 
@@ -191,7 +191,8 @@ func toInt(v any) (int, bool) {
 	return 0, false
 }
 
-func strings_(v any) []string {
+// stringList is the strings of a YAML list.
+func stringList(v any) []string {
 	l, _ := v.([]any)
 	var out []string
 	for _, x := range l {
