@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/forge"
 	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/images"
+	"github.com/ferry-ci/ferry/internal/inputprovider"
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
@@ -111,6 +113,7 @@ func (e *env) renderOptions(r repoFlags, noDecrypt bool) (render.Options, error)
 		ChartCredentials: e.chartCredentials(),
 		Workspace:        r.workspaceDir(e.getenv),
 		HelmSandbox:      e.sandbox,
+		InputProviders:   e.inputProviders(),
 	}
 	if !opts.NoDecrypt {
 		d, err := e.decryptor()
@@ -120,6 +123,30 @@ func (e *env) renderOptions(r repoFlags, noDecrypt bool) (render.Options, error)
 		opts.Decryptor = d
 	}
 	return opts, nil
+}
+
+// inputProviders is how ResourceSetInputProviders' APIs are reached,
+// when ferry.yaml allows it: the forge the Actions run is on, with its
+// token (detected as openForge does; none outside Actions or without a
+// token), and other hosts anonymously.
+func (e *env) inputProviders() *inputprovider.Options {
+	opts := &inputprovider.Options{}
+	getenv := func(k string) string {
+		if k == forge.TokenVar {
+			return e.token()
+		}
+		return e.getenv(k)
+	}
+	cfg, err := forge.Detect(getenv, "")
+	if err != nil {
+		return opts
+	}
+	f := &inputprovider.Forge{Kind: string(cfg.Kind), APIURL: cfg.APIURL, Token: cfg.Token, ServerURL: cfg.APIURL}
+	if cfg.Kind == forge.KindGitHub {
+		f.ServerURL = cmp.Or(strings.TrimSpace(e.getenv("GITHUB_SERVER_URL")), "https://github.com")
+	}
+	opts.Forge = f
+	return opts
 }
 
 // chartCredentials are the run's credentials of chart sources from the

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/resourceset"
 )
 
 // clusterRoot is where discovery starts for one cluster.
@@ -93,7 +94,7 @@ func (d *discovery) renderRoots(ctx context.Context) error {
 		}
 		res, err := render.Build(ctx, render.Spec{Name: "cluster root " + root.Path, Root: dir, Kustomization: rootKs}, r.opts)
 		if err == nil {
-			res, err = r.expandResourceSets(ctx, res, true)
+			res, err = r.expandResourceSets(ctx, root.Name, res, true)
 		}
 		if err != nil {
 			return fmt.Errorf("discovering targets of cluster %q: %w", root.Name, err)
@@ -104,6 +105,11 @@ func (d *discovery) renderRoots(ctx context.Context) error {
 		}
 		r.rootVars[root.Name] = substitutionSources(res.Set.Objects)
 		r.rootObjs[root.Name] = rootKept(res.Set.Objects)
+		for _, o := range res.Set.Objects {
+			if resourceset.IsProvider(o) {
+				r.rootRSIP[root.Name] = append(r.rootRSIP[root.Name], o)
+			}
+		}
 		r.rootAPIs[root.Name] = definedAPIVersions(res.Set.Objects)
 		files := r.repoFiles(dir, res.Files)
 		d.idx.markRead(d.reached, files)

@@ -56,6 +56,23 @@ type File struct {
 	// (pull requests, branches, tags, OCI artifact tags): a render uses
 	// them in place of calling it.
 	InputProviders map[string][]map[string]any `json:"inputProviders,omitempty" yaml:"inputProviders,omitempty"`
+	// InputProviderAPIs lets a render call the APIs of the
+	// ResourceSetInputProviders inputProviders gives no inputs for, as
+	// the Flux Operator does in the cluster, read-only. Read from the
+	// base revision only.
+	InputProviderAPIs *InputProviderAPIsConfig `json:"inputProviderAPIs,omitempty" yaml:"inputProviderAPIs,omitempty"`
+}
+
+// InputProviderAPIsConfig is ferry.yaml's inputProviderAPIs: block.
+type InputProviderAPIsConfig struct {
+	// Forge calls the forge the job runs on (GitHub or Gitea: the
+	// GitHub* or Gitea* providers whose spec.url is on its server) with
+	// the job's token, sent to its API's origin alone.
+	Forge bool `json:"forge,omitempty" yaml:"forge,omitempty"`
+	// AllowHosts are the host:port pairs (a host alone is its scheme's
+	// default port) of other forges and of OCI registries
+	// (OCIArtifactTag) that may be read, without credentials.
+	AllowHosts []string `json:"allowHosts,omitempty" yaml:"allowHosts,omitempty"`
 }
 
 // NetworkConfig is ferry.yaml's network: block.
@@ -299,6 +316,13 @@ func ParseFile(data []byte) (*File, error) {
 		for i, h := range f.Network.AllowHosts {
 			if err := checkHostPort(h); err != nil {
 				return nil, fmt.Errorf("%s: network.allowHosts[%d] %q: %w", FileName, i, h, err)
+			}
+		}
+	}
+	if f.InputProviderAPIs != nil {
+		for i, h := range f.InputProviderAPIs.AllowHosts {
+			if err := checkHostPort(h); err != nil {
+				return nil, fmt.Errorf("%s: inputProviderAPIs.allowHosts[%d] %q: %w", FileName, i, h, err)
 			}
 		}
 	}

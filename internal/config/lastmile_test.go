@@ -327,7 +327,7 @@ func TestResourceSetBadInputs(t *testing.T) {
 		if got := targetNames(repo.Targets); slices.Contains(got, "preview-1042") || !slices.Contains(got, "apps") {
 			t.Errorf("targets %v", got)
 		}
-		want := "ResourceSet/flux-system/previews: ResourceSetInputProvider/flux-system/previews of type GitHubPullRequest takes its inputs from an API that a render does not call: give them in ferry.yaml (inputProviders: {flux-system/previews: [{...}]})"
+		want := "ResourceSet/flux-system/previews: ResourceSetInputProvider/flux-system/previews of type GitHubPullRequest takes its inputs from an API that a render does not call: give them in ferry.yaml (inputProviders: {flux-system/previews: [{...}]}), or let ferry call it (ferry.yaml: inputProviderAPIs: {forge: true} for the forge the job runs on, allowHosts: [host:port] for others)"
 		if len(repo.Skipped) != 1 || repo.Skipped[0].Name != "previews" || repo.Skipped[0].Reason != want {
 			t.Errorf("skipped %+v, want the previews ResourceSet: %s", repo.Skipped, want)
 		}

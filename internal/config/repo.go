@@ -134,6 +134,7 @@ type Repo struct {
 	rootFiles map[string]map[string]bool                          // by cluster: the files its root's render read
 	rootVars  map[string]map[objectKey]*unstructured.Unstructured // by cluster: substituteFrom sources its root renders
 	rootObjs  map[string][]*unstructured.Unstructured             // by cluster: Flux sources its root renders
+	rootRSIP  map[string][]*unstructured.Unstructured             // by cluster: ResourceSetInputProviders its root renders
 	rootAPIs  map[string][]string                                 // by cluster: API versions of the CRDs its root renders
 	results   map[*Target]*render.Result                          // builds, HelmReleases not expanded
 	errs      map[*Target]error
@@ -206,6 +207,7 @@ func load(ctx context.Context, root string, opts render.Options, trusted *Repo) 
 		self:      map[string]bool{"flux-system": true},
 		rootVars:  map[string]map[objectKey]*unstructured.Unstructured{},
 		rootObjs:  map[string][]*unstructured.Unstructured{},
+		rootRSIP:  map[string][]*unstructured.Unstructured{},
 		rootAPIs:  map[string][]string{},
 		rootFiles: map[string]map[string]bool{},
 		results:   map[*Target]*render.Result{},
@@ -396,7 +398,7 @@ func (r *Repo) build(ctx context.Context, t *Target) (*render.Result, error) {
 	r.busy[t] = true
 	res, err := render.Build(ctx, r.spec(t), r.opts)
 	if err == nil {
-		res, err = r.expandResourceSets(ctx, res, false)
+		res, err = r.expandResourceSets(ctx, t.Cluster, res, false)
 	}
 	delete(r.busy, t)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/ferry-ci/ferry/internal/inputprovider"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/resourceset"
@@ -19,13 +20,14 @@ import (
 // that ActsOn can leave it out on a cluster without the operator's CRDs):
 // generated Kustomizations are then found as targets, and generated
 // HelmReleases rendered, as if they were written out. The providers a
-// ResourceSet reads are the ResourceSetInputProviders of the same render.
-// A ResourceSet whose inputs ferry cannot resolve (a provider that calls
-// an API, with no inputs for it in ferry.yaml) is listed in
+// ResourceSet reads are the ResourceSetInputProviders of the same render,
+// in cluster. A ResourceSet whose inputs ferry cannot resolve (a provider
+// that calls an API ferry may not call, with no inputs for it in
+// ferry.yaml) is listed in
 // res.Skipped; any other failure fails the render, naming the
 // ResourceSet, unless keepGoing: then it is listed in res.Skipped too
 // (a cluster root's render, whose failure would stop every target).
-func (r *Repo) expandResourceSets(ctx context.Context, res *render.Result, keepGoing bool) (*render.Result, error) {
+func (r *Repo) expandResourceSets(ctx context.Context, cluster string, res *render.Result, keepGoing bool) (*render.Result, error) {
 	if !slices.ContainsFunc(res.Set.Objects, resourceset.IsResourceSet) {
 		return res, nil
 	}
@@ -44,7 +46,9 @@ func (r *Repo) expandResourceSets(ctx context.Context, res *render.Result, keepG
 			continue
 		}
 		id := "ResourceSet/" + o.GetNamespace() + "/" + o.GetName()
-		got, err := resourceset.Expand(ctx, o, resourceset.Options{Providers: providers, Dynamic: r.providerInputs})
+		got, err := resourceset.Expand(ctx, o, resourceset.Options{Providers: providers, Dynamic: func(ctx context.Context, p *unstructured.Unstructured) ([]map[string]any, error) {
+			return r.providerInputs(ctx, cluster, p)
+		}})
 		var skip *resourceset.SkipError
 		if errors.As(err, &skip) {
 			out.Skipped = append(out.Skipped, render.SkippedObject{ID: id, Reason: skip.Reason})
@@ -63,9 +67,11 @@ func (r *Repo) expandResourceSets(ctx context.Context, res *render.Result, keepG
 }
 
 // providerInputs gives the input sets of a ResourceSetInputProvider that
-// calls an API: those ferry.yaml's inputProviders gives for it, else a
-// SkipError saying how to give them.
-func (r *Repo) providerInputs(_ context.Context, p *unstructured.Unstructured) ([]map[string]any, error) {
+// calls an API: those ferry.yaml's inputProviders gives for it; else, when
+// ferry.yaml's inputProviderAPIs allows it and the run says how to reach
+// the APIs, what the API answers (see allowProvider for a proposed
+// revision); else a SkipError saying how to give them.
+func (r *Repo) providerInputs(ctx context.Context, cluster string, p *unstructured.Unstructured) ([]map[string]any, error) {
 	key := namespaceOr(p.GetNamespace()) + "/" + p.GetName()
 	if r.File != nil {
 		if inputs, ok := r.File.InputProviders[key]; ok {
@@ -79,9 +85,57 @@ func (r *Repo) providerInputs(_ context.Context, p *unstructured.Unstructured) (
 			return out, nil
 		}
 	}
+	id := "ResourceSetInputProvider/" + key
 	typ, _, _ := unstructured.NestedString(p.Object, "spec", "type")
-	return nil, &resourceset.SkipError{
-		ResourceSet: "ResourceSetInputProvider/" + key,
-		Reason:      fmt.Sprintf("ResourceSetInputProvider/%s of type %s takes its inputs from an API that a render does not call: give them in %s (inputProviders: {%s: [{...}]})", key, typ, FileName, key),
+	if r.File == nil || r.File.InputProviderAPIs == nil || r.opts.InputProviders == nil {
+		return nil, &resourceset.SkipError{
+			ResourceSet: id,
+			Reason:      fmt.Sprintf("%s of type %s takes its inputs from an API that a render does not call: give them in %s (inputProviders: {%s: [{...}]}), or let ferry call it (%s: inputProviderAPIs: {forge: true} for the forge the job runs on, allowHosts: [host:port] for others)", id, typ, FileName, key, FileName),
+		}
+	}
+	if err := r.allowProvider(ctx, cluster, p); err != nil {
+		return nil, err
+	}
+	opts := *r.opts.InputProviders
+	if !r.File.InputProviderAPIs.Forge {
+		opts.Forge = nil
+	}
+	opts.AllowHosts = r.File.InputProviderAPIs.AllowHosts
+	return inputprovider.Resolve(ctx, p, opts)
+}
+
+// allowProvider decides, for a proposed revision, whether provider's API
+// may be called: only when the trusted revision's renders of cluster hold
+// the same provider (namespace and name) with the same spec.type and
+// spec.url. A pull request may change a provider's filter, never where
+// it reaches.
+func (r *Repo) allowProvider(ctx context.Context, cluster string, provider *unstructured.Unstructured) error {
+	if r.trusted == nil {
+		return nil
+	}
+	spec := func(o *unstructured.Unstructured) (string, string) {
+		typ, _, _ := unstructured.NestedString(o.Object, "spec", "type")
+		u, _, _ := unstructured.NestedString(o.Object, "spec", "url")
+		return typ, u
+	}
+	typ, u := spec(provider)
+	var base *unstructured.Unstructured
+	for _, o := range r.trusted.rootRSIP[cluster] {
+		if o.GetNamespace() == provider.GetNamespace() && o.GetName() == provider.GetName() {
+			base = o
+		}
+	}
+	if base == nil {
+		base = r.trusted.sourceObject(ctx, cluster, provider)
+	}
+	if base != nil {
+		if bt, bu := spec(base); bt == typ && bu == u {
+			return nil
+		}
+	}
+	id := "ResourceSetInputProvider/" + namespaceOr(provider.GetNamespace()) + "/" + provider.GetName()
+	return &resourceset.SkipError{
+		ResourceSet: id,
+		Reason:      fmt.Sprintf("%s: new provider URL in a pull request: not called (type %s, url %s: the base branch has no such provider)", id, typ, u),
 	}
 }

@@ -33,7 +33,8 @@ func LoadProposed(ctx context.Context, root string, opts render.Options, trusted
 }
 
 // reachFile returns f with the mappings that decide ferry's reach
-// (sources:, clusters:, network:) replaced by those of trusted, and
+// (sources:, clusters:, network:, inputProviderAPIs:) replaced by those
+// of trusted, and
 // notes saying which of them f changed.
 func reachFile(f, trusted *File) (*File, []string) {
 	var out File
@@ -53,7 +54,9 @@ func reachFile(f, trusted *File) (*File, []string) {
 	note("sources", !reflect.DeepEqual(nilIfEmpty(out.Sources), nilIfEmpty(base.Sources)))
 	note("clusters", !reflect.DeepEqual(nilIfEmpty(out.Clusters), nilIfEmpty(base.Clusters)))
 	note("network", !reflect.DeepEqual(out.Network, base.Network))
+	note("inputProviderAPIs", !reflect.DeepEqual(out.InputProviderAPIs, base.InputProviderAPIs))
 	out.Sources, out.Clusters, out.Network = base.Sources, base.Clusters, base.Network
+	out.InputProviderAPIs = base.InputProviderAPIs
 	return &out, notes
 }
 

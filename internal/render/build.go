@@ -25,6 +25,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/budget"
 	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/images"
+	"github.com/ferry-ci/ferry/internal/inputprovider"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
@@ -76,6 +77,12 @@ type Options struct {
 	// HelmSandbox, when set, renders HelmReleases in a child process
 	// bounded by Limits (see helm.Sandbox). Read by config.
 	HelmSandbox *helm.Sandbox
+	// InputProviders, when set, is how the APIs of Flux Operator
+	// ResourceSetInputProviders are reached: the forge the job runs on
+	// and its token, the transport. What ferry.yaml allows
+	// (inputProviderAPIs:) decides whether they are called. Read by
+	// config.
+	InputProviders *inputprovider.Options
 }
 
 // limits are o's budgets, defaults filled in.

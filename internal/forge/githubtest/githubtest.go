@@ -1,8 +1,7 @@
 // Package githubtest is an in-process stand-in for GitHub's REST API, for
 // tests: it serves the JSON GitHub documents for the endpoints ferry uses
 // (the authenticated user, issue comments, pull requests, issues, commit
-// statuses), with
-// token authentication, Link-header pagination and GitHub's body limit.
+// statuses, branches and tags), with token authentication, Link-header pagination and GitHub's body limit.
 // github.com cannot be reached from the test machines; Gitea is tested for
 // real instead (package giteatest).
 package githubtest
@@ -128,8 +127,16 @@ type repo struct {
 	id          int64
 	issues      []*Issue // by number - 1
 	comments    []*Comment
-	labels      map[string]int64 // label name -> id
-	statuses    []*Status        // oldest first
+	labels      map[string]int64  // label name -> id
+	statuses    []*Status         // oldest first
+	branches    map[string]string // name -> commit SHA
+	tags        []Ref             // as GitHub lists them
+}
+
+// Ref is a branch or tag of a repository and the commit it points at.
+type Ref struct {
+	Name string
+	SHA  string
 }
 
 // New starts a server, stopped when the test ends.
@@ -204,6 +211,52 @@ func (s *Server) AddPullRequest(owner, name, author, head, base, title, body str
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.newPull(s.repo(owner, name), author, head, base, title, body, false).Number
+}
+
+// AddLabels puts labels on issue or pull request n.
+func (s *Server) AddLabels(owner, name string, n int, labels ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repo(owner, name)
+	if r == nil || n < 1 || n > len(r.issues) {
+		panic(fmt.Sprintf("githubtest: no issue %s/%s#%d", owner, name, n))
+	}
+	is := r.issues[n-1]
+	for _, l := range labels {
+		s.label(r, l)
+		if !slices.Contains(is.Labels, l) {
+			is.Labels = append(is.Labels, l)
+		}
+	}
+}
+
+// PullHeadSHA is the head commit of pull request n.
+func (s *Server) PullHeadSHA(owner, name string, n int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.repo(owner, name).issues[n-1].PullRequest.HeadSHA
+}
+
+// SetBranch points branch at sha (the repository is created when
+// needed). The server has no git: any SHA will do.
+func (s *Server) SetBranch(owner, name, branch, sha string) {
+	s.AddRepo(owner, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repo(owner, name)
+	if r.branches == nil {
+		r.branches = map[string]string{}
+	}
+	r.branches[branch] = sha
+}
+
+// AddTag adds a tag at sha; tags are listed in the order added.
+func (s *Server) AddTag(owner, name, tag, sha string) {
+	s.AddRepo(owner, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repo(owner, name)
+	r.tags = append(r.tags, Ref{Name: tag, SHA: sha})
 }
 
 // AddIssue opens an issue by author (the repository is created when

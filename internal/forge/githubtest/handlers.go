@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -267,6 +268,8 @@ func (s *Server) handler() http.Handler {
 	route("GET /repos/{owner}/{repo}/issues/{number}", s.getIssue)
 	route("PATCH /repos/{owner}/{repo}/issues/{number}", s.editIssue)
 	route("GET /repos/{owner}/{repo}/commits/{ref}/statuses", s.listStatuses)
+	route("GET /repos/{owner}/{repo}/branches", s.listBranches)
+	route("GET /repos/{owner}/{repo}/tags", s.listTags)
 	route("POST /repos/{owner}/{repo}/statuses/{sha}", s.createStatus)
 	route("/", func(c *call) { c.notFound() })
 
@@ -825,6 +828,48 @@ func (s *Server) createStatus(c *call) {
 	r.statuses = append(r.statuses, st)
 	out := s.statusJSON(c.base, r, st)
 	c.created(out.URL, out)
+}
+
+type commitRefJSON struct {
+	SHA string `json:"sha"`
+	URL string `json:"url"`
+}
+
+// refJSON is an item of the branches (name, commit, protected) and tags
+// (name, commit, zipball_url, tarball_url, node_id) lists.
+type refJSON struct {
+	Name       string        `json:"name"`
+	Commit     commitRefJSON `json:"commit"`
+	Protected  *bool         `json:"protected,omitempty"`
+	ZipballURL string        `json:"zipball_url,omitempty"`
+	TarballURL string        `json:"tarball_url,omitempty"`
+	NodeID     string        `json:"node_id,omitempty"`
+}
+
+// listBranches lists the branches by name, as GitHub does.
+func (s *Server) listBranches(c *call) {
+	r, _, ok := s.target(c)
+	if !ok {
+		return
+	}
+	names := slices.Sorted(maps.Keys(r.branches))
+	page(s, c, names, func(n string) refJSON {
+		no := false
+		return refJSON{Name: n, Protected: &no, Commit: commitRefJSON{SHA: r.branches[n], URL: fmt.Sprintf("%srepos/%s/%s/commits/%s", c.base, r.owner, r.name, r.branches[n])}}
+	})
+}
+
+// listTags lists the tags in the order they were added.
+func (s *Server) listTags(c *call) {
+	r, _, ok := s.target(c)
+	if !ok {
+		return
+	}
+	page(s, c, r.tags, func(t Ref) refJSON {
+		repo := fmt.Sprintf("%srepos/%s/%s/", c.base, r.owner, r.name)
+		return refJSON{Name: t.Name, Commit: commitRefJSON{SHA: t.SHA, URL: repo + "commits/" + t.SHA},
+			ZipballURL: repo + "zipball/refs/tags/" + t.Name, TarballURL: repo + "tarball/refs/tags/" + t.Name, NodeID: "REF_" + t.Name}
+	})
 }
 
 // page answers with the page of all the request asks for, each item as
