@@ -152,17 +152,7 @@ func withResourceSets(t *testing.T, want map[string]any) map[string]any {
 		if err := cmd.Run(); err != nil {
 			t.Fatalf("flux-operator build rset %s: %v\n%s", id, err, stderr.String())
 		}
-		var objs []*unstructured.Unstructured
-		for _, doc := range strings.Split(stdout.String(), "\n---\n") {
-			if strings.TrimSpace(strings.TrimPrefix(doc, "---")) == "" {
-				continue
-			}
-			u := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-				t.Fatalf("flux-operator output: %v\n%s", err, doc)
-			}
-			objs = append(objs, u)
-		}
+		objs := parseOutput(t, "flux-operator", stdout.String())
 		if len(objs) == 0 {
 			t.Fatalf("flux-operator built nothing of %s", id)
 		}
@@ -238,15 +228,8 @@ func fluxBuild(t *testing.T, bin, root, path, namespace string, ks *unstructured
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("flux build ks %s: %v\n%s", ks.GetName(), err, stderr.String())
 	}
-	var objs []*unstructured.Unstructured
-	for _, doc := range strings.Split(stdout.String(), "\n---\n") {
-		if strings.TrimSpace(strings.TrimPrefix(doc, "---")) == "" {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			t.Fatalf("flux output: %v\n%s", err, doc)
-		}
+	objs := parseOutput(t, "flux", stdout.String())
+	for _, u := range objs {
 		labels := u.GetLabels()
 		delete(labels, "kustomize.toolkit.fluxcd.io/name")
 		delete(labels, "kustomize.toolkit.fluxcd.io/namespace")
@@ -255,9 +238,25 @@ func fluxBuild(t *testing.T, bin, root, path, namespace string, ks *unstructured
 		} else {
 			u.SetLabels(labels)
 		}
-		objs = append(objs, u)
 	}
 	return byID(objs)
+}
+
+// parseOutput reads the YAML stream a tool printed.
+func parseOutput(t *testing.T, tool, out string) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	for _, doc := range strings.Split(out, "\n---\n") {
+		if strings.TrimSpace(strings.TrimPrefix(doc, "---")) == "" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatalf("%s output: %v\n%s", tool, err, doc)
+		}
+		objs = append(objs, u)
+	}
+	return objs
 }
 
 // byID keys objects by Kind/namespace/name, their content as JSON decodes
