@@ -43,10 +43,10 @@ func (r *Repo) instanceChartRoots(ctx context.Context, objs []FluxObject, roots 
 		}
 		p, _, _ := unstructured.NestedString(sync.Object.Object, "spec", "path")
 		p = path.Clean(strings.TrimPrefix(p, "./"))
-		root := clusterRoot{Cluster: Cluster{Name: path.Base(p), Path: p, Origin: o.Where(), From: ClusterFromInstanceChart}, sync: sync}
 		if p == "." {
 			continue
 		}
+		root := clusterRoot{Cluster: Cluster{Name: path.Base(p), Path: p, Origin: o.Where(), From: ClusterFromInstanceChart}, sync: sync}
 		roots = replaceRoot(roots, root, func(old clusterRoot) bool { return old.From == ClusterFromFolder })
 	}
 	return roots
