@@ -103,12 +103,14 @@ func (e *env) hasAgeKey() bool {
 // decrypted with the age identities of the environment (see decryptor),
 // unless noDecrypt.
 func (e *env) renderOptions(r repoFlags, noDecrypt bool) (render.Options, error) {
+	cacheDir := r.chartCacheDir(e.getenv)
 	opts := render.Options{
 		NoDecrypt:        noDecrypt,
 		AllowRemoteBases: r.allowRemoteBases,
 		HelmReleases:     r.helmReleases.String(),
-		HelmSources:      helm.NewSources(helm.SourcesOptions{CacheDir: r.chartCacheDir(e.getenv)}),
+		HelmSources:      helm.NewSources(helm.SourcesOptions{CacheDir: cacheDir}),
 		HelmLoaded:       helm.NewLoadedCharts(),
+		HelmRenders:      helm.NewRenderCache(cacheDir, 0),
 		InsecureHosts:    r.insecure,
 		ChartCredentials: e.chartCredentials(),
 		Workspace:        r.workspaceDir(e.getenv),

@@ -62,6 +62,11 @@ type RenderOptions struct {
 	// finishes by itself, and memory is bounded only by the checks of
 	// what it rendered.
 	Sandbox *Sandbox
+	// Cache, when set, keeps renders by what they take (RenderCache),
+	// on disk only when Keep is set: the values hold no Secret's or
+	// decrypted value.
+	Cache *RenderCache
+	Keep  bool
 }
 
 // Rendered is what one release installs.
@@ -119,6 +124,14 @@ func Render(ctx context.Context, r *Release, f *Fetched, values map[string]any, 
 	if values == nil {
 		values = map[string]any{}
 	}
+	var key string
+	if opts.Cache != nil {
+		if key = renderKey(r, f, values, opts, limits); key != "" {
+			if out, ok := opts.Cache.get(key); ok {
+				return out, nil
+			}
+		}
+	}
 	var (
 		out *Rendered
 		err error
@@ -130,6 +143,9 @@ func Render(ctx context.Context, r *Release, f *Fetched, values map[string]any, 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.ID(), err)
+	}
+	if key != "" {
+		opts.Cache.put(key, out, opts.Keep)
 	}
 	return out, nil
 }

@@ -50,6 +50,9 @@ type Options struct {
 	// HelmCacheDir. Read by config.
 	HelmSources *helm.Sources
 	HelmLoaded  *helm.LoadedCharts
+	// HelmRenders, when set, keeps chart renders by what they take, for
+	// every Repo of the run and, with a folder, for later runs.
+	HelmRenders *helm.RenderCache
 	// HelmReleases, when set, overrides the helmReleases setting of every
 	// cluster in ferry.yaml: "render" or "controller". Read by config.
 	HelmReleases string
