@@ -52,6 +52,7 @@ func newDiffCmd(e *env) *cobra.Command {
 	o.repo.register(f, "repository root (may be a folder inside the Git work tree)")
 	f.StringVar(&o.rev.base, "base", "", "base revision: a commit, branch or tag (default: the pull request's base in Actions)")
 	f.StringVar(&o.rev.head, "head", "", "head revision (default: the pull request's head in Actions, else HEAD)")
+	f.BoolVar(&o.rev.allTargets, "all-targets", false, "confirm every target, not only those a change can reach, rendering in full each one found unaffected (slow: a check of the changed-only analysis)")
 	f.Var(o.format, "format", "report format: text, json or markdown")
 	f.BoolVar(&o.exitCode, "exit-code", false, "exit 1 when there are differences")
 	f.BoolVar(&o.rev.noDecrypt, "no-decrypt", false, "compare encrypted Secrets by their SOPS metadata only (automatic without an age key)")

@@ -12,6 +12,7 @@ import (
 type revisionFlags struct {
 	base, head string
 	noDecrypt  bool
+	allTargets bool
 }
 
 // options are the diff options of the revisions: base and head from the
@@ -29,7 +30,7 @@ func (r *revisionFlags) options(e *env, repo repoFlags, targets []string, pr *in
 	if err != nil {
 		return diff.Options{}, err
 	}
-	return diff.Options{Repo: repo.dir, Base: r.base, Head: r.head, Render: ropts, Targets: targets, FetchToken: e.token()}, nil
+	return diff.Options{Repo: repo.dir, Base: r.base, Head: r.head, Render: ropts, Targets: targets, FetchToken: e.token(), AllTargets: r.allTargets}, nil
 }
 
 // fillFromEvent takes base, head and the pull request number from the

@@ -49,6 +49,7 @@ func newPlanCmd(e *env) *cobra.Command {
 	f.StringVar(&o.rev.base, "base", "", "base revision (default: from the Actions event)")
 	f.StringVar(&o.rev.head, "head", "", "head revision (default: from the Actions event, else HEAD)")
 	f.BoolVar(&o.rev.noDecrypt, "no-decrypt", false, "do not decrypt SOPS files (automatic without an age key)")
+	f.BoolVar(&o.rev.allTargets, "all-targets", false, "confirm every target, not only those a change can reach, rendering in full each one found unaffected (slow: a check of the changed-only analysis)")
 	f.BoolVar(&o.all, "all", false, "every target of the checked-out work tree, without comparing revisions (a first deploy); automatic in Actions when the event has no base revision (a push that created the branch, workflow_dispatch, schedule)")
 	return cmd
 }

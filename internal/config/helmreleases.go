@@ -1,8 +1,12 @@
 package config
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,11 +23,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ferry-ci/ferry/internal/budget"
 	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/origin"
 	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
 // HelmHookAnnotation marks the hook objects of a rendered HelmRelease
@@ -97,71 +103,34 @@ func (r *Repo) expandReleases(ctx context.Context, t *Target, res *render.Result
 // it records in origins where each object came from.
 func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result, o *unstructured.Unstructured, apiVersions []string, origins map[*unstructured.Unstructured]string) ([]*unstructured.Unstructured, []string, render.Release, error) {
 	var none render.Release
-	rel, err := helm.ParseRelease(o)
+	pr, err := r.prepareRelease(ctx, t, res, o)
 	if err != nil {
 		return nil, nil, none, err
 	}
-	if rel.ChartRef != nil && rel.ChartRef.Kind == "HelmChart" {
-		if rel.Chart, err = r.helmChart(ctx, t, res, *rel.ChartRef); err != nil {
-			return nil, nil, none, fmt.Errorf("%s: %w", rel.ID(), err)
-		}
-		rel.ChartRef = nil
-	}
-	src, valuesRoot, err := r.chartSource(ctx, t, res, rel)
-	var skip *skippedRelease
-	if errors.As(err, &skip) {
-		return nil, nil, none, err
-	}
+	rel := pr.rel
+	fetched, err := r.Charts.Fetch(ctx, pr.src)
 	if err != nil {
 		return nil, nil, none, fmt.Errorf("%s: %w", rel.ID(), err)
 	}
-	src.Limits = r.Limits()
-	fetched, err := r.Charts.Fetch(ctx, src)
-	if err != nil {
-		return nil, nil, none, fmt.Errorf("%s: %w", rel.ID(), err)
-	}
-	var files []string
-	if src.Kind == helm.Folder {
-		if files, err = r.folderFiles(filepath.Join(src.Root, filepath.FromSlash(src.Path))); err != nil {
-			return nil, nil, none, fmt.Errorf("%s: chart folder %s: %w", rel.ID(), src.Path, err)
-		}
-	}
-	if r.opts.NoDecrypt {
-		// Rendering without the age key (render --list, --no-decrypt,
-		// diff without SOPS_AGE_KEY) leaves encrypted Secrets out of the
-		// builds: their values are left out of the chart's too, rather
-		// than failing the release.
-		for i := range rel.ValuesFrom {
-			if rel.ValuesFrom[i].Kind == "Secret" {
-				rel.ValuesFrom[i].Optional = true
-			}
-		}
-	}
-	var secrets []*unstructured.Unstructured
-	values, err := helm.ComposeValues(rel, func(kind, namespace, name string) (*unstructured.Unstructured, bool) {
-		u := r.clusterObject(ctx, t, res, "", kind, namespace, name)
-		if u != nil && kind == "Secret" {
-			secrets = append(secrets, u)
-		}
-		return u, u != nil
-	})
-	if err != nil {
-		return nil, nil, none, fmt.Errorf("%s: chart %s %s: %w", rel.ID(), fetched.Name, fetched.Version, err)
+	if pr.valuesErr != nil {
+		return nil, nil, none, withholdValues(fmt.Errorf("%s: chart %s %s: %w", rel.ID(), fetched.Name, fetched.Version, pr.valuesErr), pr.secrets)
 	}
 	// A chart may copy a value from a Secret into any object (a
 	// ConfigMap, an argument): what ferry prints hides those values as
 	// it hides decrypted ones.
-	r.opts.Decryptor.Hide(secretLeaves(secrets)...)
-	rendered, err := helm.Render(ctx, rel, fetched, values, helm.RenderOptions{
+	r.opts.Decryptor.Hide(secretLeaves(pr.secrets)...)
+	rendered, err := helm.Render(ctx, rel, fetched, pr.values, helm.RenderOptions{
 		KubeVersion: t.KubeVersion,
 		APIVersions: apiVersions,
 		Charts:      r.loaded,
-		ValuesRoot:  valuesRoot,
+		ValuesRoot:  pr.valuesRoot,
 		Limits:      r.Limits(),
 		Sandbox:     r.opts.HelmSandbox,
+		Cache:       r.opts.HelmRenders,
+		Keep:        pr.keepable(r.opts.Decryptor),
 	})
 	if err != nil {
-		return nil, nil, none, withholdValues(err, secrets)
+		return nil, nil, none, withholdValues(err, pr.secrets)
 	}
 	origin := func(u *unstructured.Unstructured, source string) *unstructured.Unstructured {
 		origins[u] = chartOrigin(rel.ID(), rendered, source)
@@ -187,13 +156,137 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 			u.SetNamespace(rendered.Namespace)
 		}
 	}
-	return objs, files, render.Release{
+	return objs, pr.files, render.Release{
 		ID:        rel.ID(),
 		Name:      rendered.Name,
 		Namespace: rendered.Namespace,
 		Chart:     rendered.Chart,
 		Version:   rendered.Version,
 	}, nil
+}
+
+// preparedRelease is everything a HelmRelease's render takes but its
+// chart's content: the release, where its chart comes from, its composed
+// values and the Secrets they took values from, and the files of a
+// chart folder of this repository.
+type preparedRelease struct {
+	rel        *helm.Release
+	src        helm.ChartSource
+	valuesRoot string
+	values     map[string]any
+	secrets    []*unstructured.Unstructured
+	files      []string
+	// valuesErr is why the values could not be composed: the release
+	// fails with it once its chart is known (the error names it).
+	valuesErr error
+}
+
+// prepareRelease resolves the HelmRelease o of t's build res up to its
+// render: its chart source (found among the cluster's renders) and its
+// values, composed with valuesFrom looked up there too. Nothing is
+// fetched. A release whose source the revision may not fetch is a
+// skippedRelease.
+func (r *Repo) prepareRelease(ctx context.Context, t *Target, res *render.Result, o *unstructured.Unstructured) (*preparedRelease, error) {
+	rel, err := helm.ParseRelease(o)
+	if err != nil {
+		return nil, err
+	}
+	if rel.ChartRef != nil && rel.ChartRef.Kind == "HelmChart" {
+		if rel.Chart, err = r.helmChart(ctx, t, res, *rel.ChartRef); err != nil {
+			return nil, fmt.Errorf("%s: %w", rel.ID(), err)
+		}
+		rel.ChartRef = nil
+	}
+	src, valuesRoot, err := r.chartSource(ctx, t, res, rel)
+	var skip *skippedRelease
+	if errors.As(err, &skip) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel.ID(), err)
+	}
+	src.Limits = r.Limits()
+	pr := &preparedRelease{rel: rel, src: src, valuesRoot: valuesRoot}
+	if src.Kind == helm.Folder {
+		if pr.files, err = r.folderFiles(filepath.Join(src.Root, filepath.FromSlash(src.Path))); err != nil {
+			return nil, fmt.Errorf("%s: chart folder %s: %w", rel.ID(), src.Path, err)
+		}
+		if rel.Chart != nil {
+			// valuesFiles are relative to the source's root.
+			for _, f := range rel.Chart.ValuesFiles {
+				if in, ok := r.within(filepath.Join(valuesRoot, filepath.FromSlash(f))); ok {
+					pr.files = append(pr.files, in)
+				}
+			}
+		}
+	}
+	if r.opts.NoDecrypt {
+		// Rendering without the age key (render --list, --no-decrypt,
+		// diff without SOPS_AGE_KEY) leaves encrypted Secrets out of the
+		// builds: their values are left out of the chart's too, rather
+		// than failing the release.
+		for i := range rel.ValuesFrom {
+			if rel.ValuesFrom[i].Kind == "Secret" {
+				rel.ValuesFrom[i].Optional = true
+			}
+		}
+	}
+	pr.values, pr.valuesErr = helm.ComposeValues(rel, func(kind, namespace, name string) (*unstructured.Unstructured, bool) {
+		u := r.clusterObject(ctx, t, res, "", kind, namespace, name)
+		if u != nil && kind == "Secret" {
+			pr.secrets = append(pr.secrets, u)
+		}
+		return u, u != nil
+	})
+	return pr, nil
+}
+
+// keepable reports whether the release's render may be kept on disk
+// (helm.RenderCache): its values took nothing from a Secret and hold no
+// decrypted value, so neither does what the chart renders from them.
+func (pr *preparedRelease) keepable(d *secrets.Decryptor) bool {
+	if len(pr.secrets) > 0 {
+		return false
+	}
+	b, err := json.Marshal(pr.values)
+	if err != nil {
+		return false
+	}
+	if d == nil {
+		return true
+	}
+	for _, v := range d.Values() {
+		if v != "" && bytes.Contains(b, []byte(v)) {
+			return false
+		}
+	}
+	return true
+}
+
+// key is the identity of everything the release's render takes but the
+// chart's content, the same for two revisions whose release would
+// render alike from the same chart: its spec as parsed, its source
+// (chart folders by their path: their files are compared as files), its
+// values, and the cluster's Kubernetes and API versions.
+func (pr *preparedRelease) key(kubeVersion string, apiVersions []string) string {
+	src := pr.src
+	src.Root, src.Limits = "", budget.Limits{}
+	if src.Credentials != nil {
+		c := *src.Credentials
+		src.Credentials = &c
+	}
+	b, err := json.Marshal(struct {
+		Release     *helm.Release
+		Source      helm.ChartSource
+		Values      map[string]any
+		KubeVersion string
+		APIVersions []string
+	}{pr.rel, src, pr.values, kubeVersion, apiVersions})
+	if err != nil {
+		return "unkeyed: " + err.Error()
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // ChartKubeVersion is the Kubernetes version t's HelmReleases are

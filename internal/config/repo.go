@@ -735,15 +735,24 @@ func (r *Repo) Inputs(t *Target) render.Watch {
 	if from, _, _ := unstructured.NestedSlice(t.Kustomization.Object, "spec", "postBuild", "substituteFrom"); len(from) > 0 {
 		return render.Watch{Unknown: true}
 	}
+	if t.Revision == nil && t.HelmReleases != HelmController {
+		if w := render.Inputs(r.spec(t)); !w.Unknown && holdsReleases(t.Root, w) {
+			return render.Watch{Unknown: true}
+		}
+	}
+	return r.OwnInputs(t)
+}
+
+// OwnInputs is what the target's kustomization files may read, found
+// without rendering: Inputs without the objects its variables and
+// HelmReleases come from.
+func (r *Repo) OwnInputs(t *Target) render.Watch {
 	if t.Revision != nil {
 		// Another ref of the repository: no file of this revision is
 		// read (which ref and commit it is, is part of the target).
 		return render.Watch{}
 	}
 	w := render.Inputs(r.spec(t))
-	if t.HelmReleases != HelmController && !w.Unknown && holdsReleases(t.Root, w) {
-		return render.Watch{Unknown: true}
-	}
 	w.Files = r.repoFiles(t.Root, w.Files)
 	if rel, ok := r.within(t.Root); ok && rel != "." {
 		for i, d := range w.Dirs {

@@ -24,6 +24,7 @@ func Markdown(r *Report) []string {
 	fmt.Fprintf(&b, "### ferry diff %s → %s\n\n", markdown.Code(shortHash(r.Base)), markdown.Code(shortHash(r.Head)))
 	if !r.Changed() {
 		b.WriteString("No differences in the rendered manifests.\n")
+		writeBroken(&b, r)
 		return []string{b.String()}
 	}
 	b.WriteString("| Target | Added | Changed | Removed | Unchanged | |\n|---|---:|---:|---:|---:|---|\n")
@@ -37,6 +38,7 @@ func Markdown(r *Report) []string {
 	if r.Unaffected > 0 {
 		fmt.Fprintf(&b, "\n%d other target(s) not affected.\n", r.Unaffected)
 	}
+	writeBroken(&b, r)
 	var warnings []string
 	for _, t := range r.Targets {
 		if t.Error != "" {
@@ -173,4 +175,12 @@ func keyList(added, removed, changed []string, changedWord string) string {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// writeBroken lists the targets broken before and after, which the
+// change does not affect.
+func writeBroken(b *strings.Builder, r *Report) {
+	for _, t := range r.Broken {
+		fmt.Fprintf(b, "\n%s is broken before and after, not affected: %s\n", markdown.Code(t.Name), markdown.Text(firstLine(t.Error)))
+	}
 }

@@ -211,6 +211,10 @@ type Report struct {
 	Targets []Target `json:"targets"`
 	// Unaffected counts the targets no change reaches.
 	Unaffected int `json:"unaffected"`
+	// Broken lists the targets that fail to render before and after a
+	// change that does not affect them: among Unaffected, shown, and not
+	// a failure of the diff.
+	Broken []Broken `json:"broken,omitempty"`
 	// Warnings are report-wide (deletions, immutable fields), each
 	// prefixed with its target and object.
 	Warnings []string `json:"warnings,omitempty"`

@@ -35,6 +35,13 @@ type Options struct {
 	FetchToken string
 	// Targets limits the comparison to these names (all when empty).
 	Targets []string
+	// AllTargets confirms every target, not only those whose files or
+	// definition a change may reach, and renders in full each one the
+	// analysis finds unaffected: a target whose renders still differ is
+	// affected ("rendered output differs"). The plan is the same as
+	// without it, only slower: it is the check of the changed-only
+	// analysis (diff --all-targets).
+	AllTargets bool
 	// Live, when set, compares a target's head render with its cluster
 	// (diff --live); it is called for every affected target that renders.
 	Live func(ctx context.Context, t *config.Target, objs []*unstructured.Unstructured) ([]Object, error)
@@ -64,6 +71,10 @@ type Plan struct {
 	Affected []Affected
 	// Unaffected counts the other targets.
 	Unaffected int
+	// Broken lists the targets among those a change could reach that
+	// fail to render at both revisions, alike, though no file of theirs
+	// changed: they are not affected, and do not fail the diff.
+	Broken []Broken
 	// Notes say what the head changed of ferry's reach and was not given
 	// ("ferry.yaml changes sources: the diff uses the base's").
 	Notes []string
@@ -78,6 +89,15 @@ type Affected struct {
 	Why     string `json:"why"`
 
 	base, head *config.Target
+}
+
+// Broken is a target that fails to render before and after a change
+// that does not affect it.
+type Broken struct {
+	Name    string `json:"name"`
+	Cluster string `json:"cluster,omitempty"`
+	// Error is the head's error.
+	Error string `json:"error"`
 }
 
 // Removed reports a target the head no longer has.
@@ -288,16 +308,23 @@ func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
 			// changed ref.
 			a.Why = "source changed: " + revisionOf(bt) + " -> " + revisionOf(ht)
 		default:
-			if !p.head.Inputs(ht).Touches(rv.changed) && !p.base.Inputs(bt).Touches(rv.changed) {
+			reach := p.head.Inputs(ht).Touches(rv.changed) || p.base.Inputs(bt).Touches(rv.changed)
+			if !reach && !opts.AllTargets {
 				p.Unaffected++
 				continue
 			}
-			why, touched := p.confirm(ctx, bt, ht, rv.changed)
-			if !touched {
+			v := p.confirm(ctx, bt, ht, rv.changed)
+			if !v.affected && opts.AllTargets {
+				v = p.renderedAlike(ctx, bt, ht, v)
+			}
+			if v.broken != "" && reach {
+				p.Broken = append(p.Broken, Broken{Name: ht.Name, Cluster: ht.Cluster, Error: v.broken})
+			}
+			if !v.affected {
 				p.Unaffected++
 				continue
 			}
-			a.Why = why
+			a.Why = v.why
 		}
 		p.Affected = append(p.Affected, a)
 	}
@@ -309,27 +336,40 @@ func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
 	return p, cleanup, nil
 }
 
-// confirm renders a candidate at both sides and checks the files the
-// renders read against the change. A side that fails to render counts as
+// verdict is what confirm found of a target: affected and why, or not,
+// and then whether it is broken (its error at head).
+type verdict struct {
+	why      string
+	affected bool
+	broken   string
+}
+
+// confirm decides whether a change affects a target that is defined
+// alike at both revisions, from its footprints (config.Footprint): its
+// builds, which hold every variable and patch, and what each of its
+// HelmReleases takes but the chart's content. A target is affected when
+// its render reads a changed file, when its builds differ, or when a
+// release's chart source or values differ. No chart is rendered.
+//
+// A target that fails at both revisions alike, none of whose own files
+// changed, is broken but not affected; one that fails otherwise is
 // affected: the report shows the error.
-func (p *Plan) confirm(ctx context.Context, bt, ht *config.Target, changed []string) (string, bool) {
-	bres, berr := p.base.Render(ctx, bt)
-	hres, herr := p.head.Render(ctx, ht)
+func (p *Plan) confirm(ctx context.Context, bt, ht *config.Target, changed []string) verdict {
+	bf, berr := p.base.Footprint(ctx, bt)
+	hf, herr := p.head.Footprint(ctx, ht)
 	if berr != nil || herr != nil {
-		return "fails to render", true
+		if berr != nil && herr != nil && p.sameError(berr, herr) &&
+			!p.base.OwnInputs(bt).Touches(changed) && !p.head.OwnInputs(ht).Touches(changed) {
+			return verdict{broken: herr.Error()}
+		}
+		return verdict{why: "fails to render", affected: true}
 	}
-	// A side rendered from another ref of the repository read no file
-	// of the change, whatever their names.
 	read := map[string]bool{}
-	if bt.Revision == nil {
-		for _, f := range bres.Files {
-			read[f] = true
-		}
+	for _, f := range bf.Files {
+		read[f] = true
 	}
-	if ht.Revision == nil {
-		for _, f := range hres.Files {
-			read[f] = true
-		}
+	for _, f := range hf.Files {
+		read[f] = true
 	}
 	var hit []string
 	for _, c := range changed {
@@ -337,15 +377,73 @@ func (p *Plan) confirm(ctx context.Context, bt, ht *config.Target, changed []str
 			hit = append(hit, c)
 		}
 	}
-	if len(hit) == 0 {
-		return "", false
+	if len(hit) > 0 {
+		sort.Strings(hit)
+		why := "changed: " + strings.Join(hit[:min(len(hit), 3)], ", ")
+		if len(hit) > 3 {
+			why += fmt.Sprintf(" and %d more", len(hit)-3)
+		}
+		return verdict{why: why, affected: true}
 	}
-	sort.Strings(hit)
-	why := "changed: " + strings.Join(hit[:min(len(hit), 3)], ", ")
-	if len(hit) > 3 {
-		why += fmt.Sprintf(" and %d more", len(hit)-3)
+	if !sameBuild(bf.Build, hf.Build) {
+		return verdict{why: "objects it reads changed (variables or patches from its cluster)", affected: true}
 	}
-	return why, true
+	var moved []string
+	for id, k := range hf.Releases {
+		if bf.Releases[id] != k {
+			moved = append(moved, id)
+		}
+	}
+	for id := range bf.Releases {
+		if _, ok := hf.Releases[id]; !ok {
+			moved = append(moved, id)
+		}
+	}
+	if len(moved) > 0 {
+		sort.Strings(moved)
+		why := "chart source or values changed: " + strings.Join(moved[:min(len(moved), 3)], ", ")
+		if len(moved) > 3 {
+			why += fmt.Sprintf(" and %d more", len(moved)-3)
+		}
+		return verdict{why: why, affected: true}
+	}
+	return verdict{}
+}
+
+// renderedAlike checks confirm's finding that a change does not affect
+// a target (v) by rendering it in full at both revisions (AllTargets): a
+// target whose renders differ is affected after all. Renders that fail
+// alike at both sides keep v.
+func (p *Plan) renderedAlike(ctx context.Context, bt, ht *config.Target, v verdict) verdict {
+	if v.broken != "" {
+		return v
+	}
+	bres, berr := p.base.Render(ctx, bt)
+	hres, herr := p.head.Render(ctx, ht)
+	switch {
+	case berr != nil || herr != nil:
+		if berr != nil && herr != nil && p.sameError(berr, herr) {
+			return v
+		}
+	case reflect.DeepEqual(objects(bres), objects(hres)) && reflect.DeepEqual(bres.Releases, hres.Releases) &&
+		slices.Equal(bres.Without, hres.Without) && slices.Equal(bres.Unresolved, hres.Unresolved):
+		return v
+	}
+	return verdict{why: "rendered output differs", affected: true}
+}
+
+// sameError reports whether two revisions' errors say the same, their
+// folders aside.
+func (p *Plan) sameError(b, h error) bool {
+	return strings.ReplaceAll(b.Error(), p.base.Root, "") == strings.ReplaceAll(h.Error(), p.head.Root, "")
+}
+
+// sameBuild reports whether two builds of a target hold the same objects
+// and say the same of what they left out.
+func sameBuild(b, h *render.Result) bool {
+	return reflect.DeepEqual(b.Set.Objects, h.Set.Objects) &&
+		slices.Equal(b.Without, h.Without) && slices.Equal(b.Unresolved, h.Unresolved) &&
+		reflect.DeepEqual(b.Skipped, h.Skipped) && slices.Equal(b.Omitted, h.Omitted)
 }
 
 // revisionOf names what a target renders: its revision, or the ref and
@@ -382,7 +480,7 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Base: p.Base, Head: p.Head, Unaffected: p.Unaffected, Targets: []Target{}, Warnings: slices.Clone(p.Notes)}
+	r := &Report{Base: p.Base, Head: p.Head, Unaffected: p.Unaffected, Broken: p.Broken, Targets: []Target{}, Warnings: slices.Clone(p.Notes)}
 	for _, a := range p.Affected {
 		t := Target{Name: a.Name, Cluster: a.Cluster, Why: a.Why}
 		var base, head *render.Result

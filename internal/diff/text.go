@@ -28,6 +28,7 @@ func Text(w io.Writer, r *Report, color bool) error {
 	fmt.Fprintf(&b, "ferry diff %s..%s\n", shortHash(r.Base), shortHash(r.Head))
 	if !r.Changed() {
 		b.WriteString("no differences in the rendered manifests\n")
+		writeBrokenText(&b, r)
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
@@ -70,6 +71,7 @@ func Text(w io.Writer, r *Report, color bool) error {
 	if r.Unaffected > 0 {
 		fmt.Fprintf(&b, "\n%d other target(s) not affected\n", r.Unaffected)
 	}
+	writeBrokenText(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -135,5 +137,13 @@ func printObjects(b *strings.Builder, objects []Object, prefix string, paint fun
 				b.WriteString(l)
 			}
 		}
+	}
+}
+
+// writeBrokenText lists the targets broken before and after, which the
+// change does not affect.
+func writeBrokenText(b *strings.Builder, r *Report) {
+	for _, t := range r.Broken {
+		fmt.Fprintf(b, "%s is broken before and after, not affected: %s\n", t.Name, firstLine(t.Error))
 	}
 }
