@@ -101,11 +101,11 @@ spec: {interval: 1m, url: https://example.test/fleet, ref: {branch: main}}
 
 		"apps/gitchart/ks.yaml":                ks("gitchart", "./apps/gitchart/app", "  targetNamespace: apps\n"),
 		"apps/gitchart/app/kustomization.yaml": "resources: [release.yaml]\n",
-		"apps/gitchart/app/release.yaml": release("gitchart", "  chart: {spec: {chart: ./charts/local, sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}, valuesFiles: [./charts/local/values.yaml, ./values/gitchart.yaml]}}\n", ""),
-		"values/gitchart.yaml":           "greeting: from-values-file\n",
-		"charts/local/Chart.yaml":        "apiVersion: v2\nname: local\nversion: 0.1.0\n",
-		"charts/local/values.yaml":       "greeting: hello\n",
-		"charts/local/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}-greeting'}\ndata: {greeting: '{{ .Values.greeting }}'}\n",
+		"apps/gitchart/app/release.yaml":       release("gitchart", "  chart: {spec: {chart: ./charts/local, sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}, valuesFiles: [./charts/local/values.yaml, ./values/gitchart.yaml]}}\n", ""),
+		"values/gitchart.yaml":                 "greeting: from-values-file\n",
+		"charts/local/Chart.yaml":              "apiVersion: v2\nname: local\nversion: 0.1.0\n",
+		"charts/local/values.yaml":             "greeting: hello\n",
+		"charts/local/templates/cm.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}-greeting'}\ndata: {greeting: '{{ .Values.greeting }}'}\n",
 
 		// A target that fails at every revision: its kustomization lists
 		// a file nobody wrote.
@@ -264,4 +264,3 @@ func sorted(s []string) []string {
 	slices.Sort(s)
 	return slices.Compact(s)
 }
-
