@@ -229,11 +229,21 @@ func (r *Report) Changed() bool {
 	return false
 }
 
-// Sets compares the objects of one target at base and head. prune says
-// whether the target prunes (removed objects are then deleted on merge).
-// mask hides decrypted values in the diffs, before they are written (nil
-// shows them). Objects come out in apply order.
-func Sets(base, head []*unstructured.Unstructured, prune bool, mask *secrets.Masker) []Object {
+// SetsOptions says how Sets compares; the zero value is a target that
+// does not prune, with nothing masked.
+type SetsOptions struct {
+	// Prune says whether the target prunes: removed objects are then
+	// deleted on merge.
+	Prune bool
+	// Mask hides decrypted values in the diffs, before they are written
+	// (nil shows them).
+	Mask *secrets.Masker
+}
+
+// Sets compares the objects of one target at base and head. Objects come
+// out in apply order.
+func Sets(base, head []*unstructured.Unstructured, opts SetsOptions) []Object {
+	mask := opts.Mask
 	byID := func(objs []*unstructured.Unstructured) map[manifest.ID]*unstructured.Unstructured {
 		m := make(map[manifest.ID]*unstructured.Unstructured, len(objs))
 		for _, o := range objs {
@@ -266,7 +276,7 @@ func Sets(base, head []*unstructured.Unstructured, prune bool, mask *secrets.Mas
 			}
 		case ho == nil:
 			o.Action = Removed
-			o.Pruned = prune
+			o.Pruned = opts.Prune
 			o.Diff = Unified(text(bo, mask), "")
 			if isSecret(id) {
 				o.Secret = &SecretChange{Removed: secretKeys(bo)}

@@ -412,7 +412,7 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 			// added, or removed and pruned.
 			var unrendered []manifest.ID
 			bo, ho, unrendered = leaveOutUnrendered(base, head, bo, ho)
-			t.Objects = Sets(bo, ho, t.Prune && a.head != nil, mask)
+			t.Objects = Sets(bo, ho, SetsOptions{Prune: t.Prune && a.head != nil, Mask: mask})
 			t.Counts = count(t.Objects)
 			t.Releases = Releases(releases(base), releases(head))
 			t.NotCompared = omitted(base, head)
