@@ -28,9 +28,12 @@ type diffOptions struct {
 	forge       string
 	pr          int
 	maxComments int
-	live        bool
-	cluster     clusterFlags
-	inventoryNS string
+	// showAllMetadata shows in full the objects whose only changes are
+	// chart labels and annotations, folded by default.
+	showAllMetadata bool
+	live            bool
+	cluster         clusterFlags
+	inventoryNS     string
 	// Notifications are opt-in for diff: --notify (notifyOn) sends an
 	// event per target that changes (see diff_notify.go).
 	notifyOn bool
@@ -65,6 +68,7 @@ func newDiffCmd(e *env) *cobra.Command {
 	f.StringVar(&o.forge, "forge", "", "forge API: github or gitea (default: from the Actions environment)")
 	f.IntVar(&o.pr, "pr", 0, "pull request number for --comment (default: from the Actions event)")
 	f.IntVar(&o.maxComments, "max-comments", 10, "most comments one report may span before it is truncated")
+	f.BoolVar(&o.showAllMetadata, "show-all-metadata", false, "show in full the objects whose only changes are chart labels and annotations (helm.sh/chart, app.kubernetes.io/version, chart, checksum/*), folded by default into one line per target")
 	f.BoolVar(&o.live, "live", false, "also compare each affected target's head render with its cluster (server-side dry-run; nothing is written)")
 	f.StringVar(&o.inventoryNS, "inventory-namespace", kube.DefaultInventoryNS, "namespace of the inventory Secrets (for --live)")
 	o.cluster.register(f)
@@ -78,6 +82,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 		return err
 	}
 	dopts.Mask = e.masker
+	dopts.ShowAllMetadata = o.showAllMetadata
 	if o.live {
 		dopts.Live = o.liveCompare(e)
 		dopts.ReadCluster = o.cluster.clusterReader(e)

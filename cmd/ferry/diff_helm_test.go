@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ferry-ci/ferry/internal/diff"
 	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
@@ -75,7 +79,13 @@ func helmPR(t *testing.T, encrypted bool) (p *gittest.Repo, base, head string) {
 	charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
 	charts.Add(t, testtree.New(t, shopChart("1.0.0", "1.27", false)), "1.0.0")
 	charts.Add(t, testtree.New(t, shopChart("1.1.0", "1.28", true)), "1.1.0")
+	return bumpPR(t, charts.URL, encrypted)
+}
 
+// bumpPR is helmPR's repository and pull request with the charts of the
+// chart repository at url.
+func bumpPR(t *testing.T, url string, encrypted bool) (p *gittest.Repo, base, head string) {
+	t.Helper()
 	kind, field := "ConfigMap", "data"
 	if encrypted {
 		kind, field = "Secret", "stringData"
@@ -126,7 +136,7 @@ metadata:
   namespace: flux-system
 spec:
   interval: 1h
-  url: ` + charts.URL + "\n",
+  url: ` + url + "\n",
 		"apps/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n",
 		"apps/web.yaml": `apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
@@ -238,5 +248,166 @@ func TestRenderListHelmCharts(t *testing.T) {
 	res = ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--head", head)
 	if res.code != 0 || !strings.Contains(res.stdout, "HelmRelease/shop/web: web 1.0.0 -> 1.1.0") || !strings.Contains(res.stdout, "+        image: nginx:1.28") {
 		t.Errorf("diff without a key: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}
+
+// labelledChart is a chart web whose image tag comes from tag and whose
+// objects all carry the labels Helm charts stamp (helm.sh/chart,
+// app.kubernetes.io/version), the pod templates too, with the checksum of
+// the config on them: a ConfigMap, a Service and two Deployments, web
+// (image nginx:<tag>) and worker. It takes a password value into a
+// Secret, as shopChart does.
+func labelledChart(tag string) map[string]string {
+	labels := `
+    helm.sh/chart: "{{ .Chart.Name }}-{{ .Chart.Version }}"
+    app.kubernetes.io/version: "{{ .Chart.Version }}"
+    app.kubernetes.io/name: web`
+	deployment := func(name, image string) string {
+		return `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ` + name + `
+  labels:` + labels + `
+spec:
+  selector: {matchLabels: {app: ` + name + `}}
+  template:
+    metadata:
+      labels:
+        app: ` + name + strings.ReplaceAll(labels, "\n    ", "\n        ") + `
+      annotations:
+        checksum/config: {{ include (print $.Template.BasePath "/config.yaml") . | sha256sum }}
+    spec:
+      containers:
+        - name: ` + name + `
+          image: ` + image + `
+`
+	}
+	return map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: web\nversion: 0.0.0\n",
+		"values.yaml": "tag: \"" + tag + "\"\npassword: \"\"\n",
+		"templates/config.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-config
+  labels:` + labels + `
+data:
+  greeting: hello
+`,
+		"templates/service.yaml": `apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  labels:` + labels + `
+spec:
+  ports: [{port: 80}]
+`,
+		"templates/web.yaml":    deployment("web", "nginx:{{ .Values.tag }}"),
+		"templates/worker.yaml": deployment("worker", "busybox:1.36"),
+		"templates/secret.yaml": `apiVersion: v1
+kind: Secret
+metadata:
+  name: web-auth
+data:
+  password: {{ .Values.password | b64enc | quote }}
+`,
+	}
+}
+
+// TestDiffChartBumpFolded diffs a chart bump whose objects change only
+// in the chart's labels and checksum annotation, but for the web
+// Deployment, whose image changes too: the report folds the three into
+// one line and shows web in full, in every format (reviewed golden
+// files); --show-all-metadata, and the step input show-all-metadata,
+// show them all. Folded or not, the target is changed (--exit-code, the
+// changed output).
+func TestDiffChartBumpFolded(t *testing.T) {
+	charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
+	charts.Add(t, testtree.New(t, labelledChart("1.27")), "1.0.0")
+	charts.Add(t, testtree.New(t, labelledChart("1.28")), "1.1.0")
+	p, base, head := bumpPR(t, charts.URL, false)
+	args := []string{"diff", "--repo", p.Dir, "--base", base, "--head", head}
+	hashes := strings.NewReplacer(base, "BASE", head, "HEAD", base[:12], "BASE", head[:12], "HEAD")
+	folded := map[string]string{}
+	for _, format := range []string{"text", "json", "markdown"} {
+		res := ferry(t, nil, append(args, "--format", format)...)
+		if res.code != 0 {
+			t.Fatalf("%s: exit %d, stderr:\n%s", format, res.code, res.stderr)
+		}
+		folded[format] = res.stdout
+		golden(t, filepath.Join("diff", "helm-chart-bump-folded."+format+".golden"), []byte(hashes.Replace(res.stdout)))
+	}
+	const line = "3 objects: only chart labels and annotations changed (app.kubernetes.io/version, checksum/config, helm.sh/chart); --show-all-metadata shows them"
+	for _, want := range []string{
+		"target apps (changed: apps/web.yaml): 0 added, 5 changed, 0 removed, 3 unchanged\n",
+		"\n  " + line + "\n",
+		"--- Deployment.apps/shop/web (changed)\n",
+		"-    app.kubernetes.io/version: 1.0.0\n-    helm.sh/chart: web-1.0.0\n+    app.kubernetes.io/version: 1.1.0\n+    helm.sh/chart: web-1.1.0\n",
+		"-      - image: nginx:1.27\n+      - image: nginx:1.28\n",
+		"--- HelmRelease.helm.toolkit.fluxcd.io/shop/web (changed)\n",
+	} {
+		if !strings.Contains(folded["text"], want) {
+			t.Errorf("text report lacks %q:\n%s", want, folded["text"])
+		}
+	}
+	for _, name := range []string{"ConfigMap/shop/web-config", "Service/shop/web", "Deployment.apps/shop/worker"} {
+		if strings.Contains(folded["text"], name) || strings.Contains(folded["markdown"], name) {
+			t.Errorf("%s is shown, not folded:\n%s\n%s", name, folded["text"], folded["markdown"])
+		}
+	}
+	var js struct {
+		Targets []struct {
+			Folded  *diff.Folded  `json:"folded"`
+			Objects []diff.Object `json:"objects"`
+		} `json:"targets"`
+	}
+	if err := json.Unmarshal([]byte(folded["json"]), &js); err != nil {
+		t.Fatal(err)
+	}
+	want := &diff.Folded{Objects: 3, Keys: []string{"app.kubernetes.io/version", "checksum/config", "helm.sh/chart"}}
+	if d := cmp.Diff(want, js.Targets[0].Folded); d != "" {
+		t.Errorf("JSON folded (-want +got)\n%s", d)
+	}
+	var metadataOnly []string
+	for _, o := range js.Targets[0].Objects {
+		if len(o.MetadataOnly) > 0 {
+			metadataOnly = append(metadataOnly, o.ID.String())
+		}
+	}
+	if d := cmp.Diff([]string{"ConfigMap/shop/web-config", "Service/shop/web", "Deployment.apps/shop/worker"}, metadataOnly); d != "" {
+		t.Errorf("JSON objects folded (-want +got)\n%s", d)
+	}
+	if res := ferry(t, nil, append(args, "--exit-code")...); res.code != exitDifferences {
+		t.Errorf("--exit-code: exit %d, want %d", res.code, exitDifferences)
+	}
+
+	all := ferry(t, nil, append(args, "--show-all-metadata")...)
+	if all.code != 0 {
+		t.Fatalf("--show-all-metadata: exit %d, stderr:\n%s", all.code, all.stderr)
+	}
+	for _, want := range []string{
+		"--- ConfigMap/shop/web-config (changed)\n", "--- Service/shop/web (changed)\n", "--- Deployment.apps/shop/worker (changed)\n",
+		"-        checksum/config: ",
+	} {
+		if !strings.Contains(all.stdout, want) {
+			t.Errorf("--show-all-metadata: the report lacks %q:\n%s", want, all.stdout)
+		}
+	}
+	if strings.Contains(all.stdout, "only chart labels") {
+		t.Errorf("--show-all-metadata still folds:\n%s", all.stdout)
+	}
+
+	// The step input, as the runner passes it.
+	rv := newRunnerVars(t, "github", "pull_request.json").with(map[string]string{
+		"command": "diff", "repo": p.Dir, "base": base, "head": head, "workspace": filepath.Dir(p.Dir), "show-all-metadata": "true",
+	})
+	s := runStep(t, rv, nil)
+	if s.code != 0 {
+		t.Fatalf("step: exit %d, stderr:\n%s", s.code, s.stderr)
+	}
+	if !strings.Contains(s.summary, "<code>Deployment.apps/shop/worker</code> (changed)") || strings.Contains(s.summary, "only chart labels") {
+		t.Errorf("input show-all-metadata: the summary folds:\n%s", s.summary)
+	}
+	if s.outputs["changed"] != "true" {
+		t.Errorf("changed output %q, want true", s.outputs["changed"])
 	}
 }

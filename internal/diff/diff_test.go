@@ -39,11 +39,11 @@ func TestUnified(t *testing.T) {
 func TestSetsSecretsByKeyOnly(t *testing.T) {
 	base := obj(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: {a: b2xkLXZhbHVl, gone: eA==}\nstringData: {same: keep}\n")
 	head := obj(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\nstringData: {a: new-value, same: keep, fresh: hunter2}\n")
-	objs := Sets(nil, nil, false, nil)
+	objs := Sets(nil, nil, SetsOptions{})
 	if len(objs) != 0 {
 		t.Fatal("empty sets differ")
 	}
-	objs = Sets([]*unstructured.Unstructured{base}, []*unstructured.Unstructured{head}, false, nil)
+	objs = Sets([]*unstructured.Unstructured{base}, []*unstructured.Unstructured{head}, SetsOptions{})
 	if len(objs) != 1 || objs[0].Action != Changed {
 		t.Fatalf("got %+v", objs)
 	}
@@ -72,7 +72,7 @@ func TestSetsSecretsByKeyOnly(t *testing.T) {
 	}
 	// Only a value changed: still changed, with no YAML hunk to show.
 	head2 := obj(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: {a: b3RoZXI=, gone: eA==}\nstringData: {same: keep}\n")
-	objs = Sets([]*unstructured.Unstructured{base}, []*unstructured.Unstructured{head2}, false, nil)
+	objs = Sets([]*unstructured.Unstructured{base}, []*unstructured.Unstructured{head2}, SetsOptions{})
 	if objs[0].Action != Changed || objs[0].Diff != "" || strings.Join(objs[0].Secret.Changed, ",") != "a" {
 		t.Errorf("value-only change: %+v %+v", objs[0], objs[0].Secret)
 	}
@@ -81,7 +81,7 @@ func TestSetsSecretsByKeyOnly(t *testing.T) {
 func TestRenamedGeneratedSecretIsPaired(t *testing.T) {
 	base := obj(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: app-secrets-5h2g8kd9f4, namespace: n}\ndata: {PASSWORD: b2xk}\n")
 	head := obj(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: app-secrets-t7m9c2b6hh, namespace: n}\ndata: {PASSWORD: bmV3}\n")
-	objs := Sets([]*unstructured.Unstructured{base}, []*unstructured.Unstructured{head}, true, nil)
+	objs := Sets([]*unstructured.Unstructured{base}, []*unstructured.Unstructured{head}, SetsOptions{Prune: true})
 	if len(objs) != 2 {
 		t.Fatalf("want remove + add, got %+v", objs)
 	}
@@ -100,20 +100,20 @@ func TestWarnings(t *testing.T) {
 	dep := func(sel string) *unstructured.Unstructured {
 		return obj(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: n}\nspec: {selector: {matchLabels: {app: "+sel+"}}}\n")
 	}
-	objs := Sets([]*unstructured.Unstructured{dep("a")}, []*unstructured.Unstructured{dep("b")}, false, nil)
+	objs := Sets([]*unstructured.Unstructured{dep("a")}, []*unstructured.Unstructured{dep("b")}, SetsOptions{})
 	if len(objs[0].Warnings) != 1 || !strings.Contains(objs[0].Warnings[0], "spec.selector") {
 		t.Errorf("selector change: %v", objs[0].Warnings)
 	}
 	svc := func(ip string) *unstructured.Unstructured {
 		return obj(t, "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: n}\nspec: {clusterIP: "+ip+"}\n")
 	}
-	objs = Sets([]*unstructured.Unstructured{svc("10.0.0.1")}, []*unstructured.Unstructured{svc("10.0.0.2")}, false, nil)
+	objs = Sets([]*unstructured.Unstructured{svc("10.0.0.1")}, []*unstructured.Unstructured{svc("10.0.0.2")}, SetsOptions{})
 	if len(objs[0].Warnings) != 1 || !strings.Contains(objs[0].Warnings[0], "spec.clusterIP") {
 		t.Errorf("clusterIP change: %v", objs[0].Warnings)
 	}
 	ns := obj(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: gone}\n")
 	crd := obj(t, "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x.example.com}\n")
-	objs = Sets([]*unstructured.Unstructured{ns, crd}, nil, true, nil)
+	objs = Sets([]*unstructured.Unstructured{ns, crd}, nil, SetsOptions{Prune: true})
 	for _, o := range objs {
 		if !o.Pruned || len(o.Warnings) != 1 || !strings.Contains(o.Warnings[0], "deletes") {
 			t.Errorf("%s removal: pruned=%v %v", o.ID, o.Pruned, o.Warnings)
@@ -126,7 +126,7 @@ func TestWarnings(t *testing.T) {
 func TestMarkdownEscapes(t *testing.T) {
 	evil := obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: n}\ndata: {a: \"```\\n</details><script>alert(1)</script>\"}\n")
 	plain := obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: n}\n")
-	objs := Sets([]*unstructured.Unstructured{plain}, []*unstructured.Unstructured{evil}, false, nil)
+	objs := Sets([]*unstructured.Unstructured{plain}, []*unstructured.Unstructured{evil}, SetsOptions{})
 	r := &Report{Base: "b", Head: "h", Targets: []Target{{Name: "t|<b>", Why: "changed: <img src=x>", Objects: objs, Counts: count(objs)}}, Warnings: []string{"t: <script>x</script>"}}
 	md := strings.Join(Markdown(r), "\n")
 	if strings.Contains(md, "<script>") && !insideFence(md, "<script>") {
@@ -238,7 +238,7 @@ func TestReleases(t *testing.T) {
 // holds says so in every format, with the variables left as written.
 func TestRenderedWithoutIsReported(t *testing.T) {
 	cm := obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: n}\ndata: {url: \"https://dash.${SECRET_DOMAIN}\"}\n")
-	objs := Sets(nil, []*unstructured.Unstructured{cm}, false, nil)
+	objs := Sets(nil, []*unstructured.Unstructured{cm}, SetsOptions{})
 	r := &Report{Base: "b", Head: "h", Targets: []Target{{Name: "apps", Why: "changed", Objects: objs, Counts: count(objs), RenderedWithout: []string{"Secret/flux-system/cluster-secrets"}, Unresolved: []string{"SECRET_DOMAIN"}}}}
 	want := "rendered without Secret/flux-system/cluster-secrets (not in Git: only the cluster holds it, and apply, drift and diff --live read it there); ${SECRET_DOMAIN} left as written"
 	md := strings.Join(Markdown(r), "\n")

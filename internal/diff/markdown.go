@@ -84,6 +84,9 @@ func Markdown(r *Report) []string {
 		for _, ef := range t.Encrypted {
 			fmt.Fprintf(&h, "\n- encrypted file %s changed (no key; keys from SOPS metadata)%s", markdown.Code(ef.Path), keyList(ef.Added, ef.Removed, ef.Changed, "re-encrypted"))
 		}
+		if f := t.folded(); f != nil {
+			fmt.Fprintf(&h, "\n- %s", f.line(markdown.Code, markdown.Code("--show-all-metadata")))
+		}
 		if !strings.HasSuffix(h.String(), "\n") {
 			// A list ends with a line break, so that the next block,
 			// joined on a new line, starts after a blank one.
@@ -91,7 +94,7 @@ func Markdown(r *Report) []string {
 		}
 		blocks = append(blocks, h.String())
 		for _, o := range t.Objects {
-			if o.Action == Unchanged {
+			if o.Action == Unchanged || len(o.MetadataOnly) > 0 {
 				continue
 			}
 			blocks = append(blocks, objectBlock(o, ""))

@@ -102,7 +102,7 @@ func TestSetsMaskDecryptedValues(t *testing.T) {
 				cm(map[string]any{"plain": tc.value, "base64": b64, "inside": "user=shop password=" + tc.value + " host=db"}),
 				deploy, secret,
 			}
-			objs := Sets(base, head, false, m)
+			objs := Sets(base, head, SetsOptions{Mask: m})
 			r := &Report{Base: "b", Head: "h", Targets: []Target{{
 				Name: "shop", Objects: objs, Counts: count(objs),
 				// An error that quotes the value, as kustomize and the API
@@ -134,11 +134,11 @@ func TestSetsMaskedChange(t *testing.T) {
 		Action:   Changed,
 		Warnings: []string{maskedChange},
 	}}
-	if d := cmp.Diff(want, Sets(cm("old-token-value"), cm("new-token-value"), false, m)); d != "" {
+	if d := cmp.Diff(want, Sets(cm("old-token-value"), cm("new-token-value"), SetsOptions{Mask: m})); d != "" {
 		t.Errorf("masked change (-want +got):\n%s", d)
 	}
 	want[0].Action, want[0].Warnings = Unchanged, nil
-	if d := cmp.Diff(want, Sets(cm("new-token-value"), cm("new-token-value"), false, m)); d != "" {
+	if d := cmp.Diff(want, Sets(cm("new-token-value"), cm("new-token-value"), SetsOptions{Mask: m})); d != "" {
 		t.Errorf("no change (-want +got):\n%s", d)
 	}
 }

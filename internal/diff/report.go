@@ -2,7 +2,8 @@
 // (a Plan, also as workflow matrices), compares their renders object by
 // object and returns a typed Report, with markdown, text and JSON
 // renderers. Secret values never enter a report: Secrets are compared key
-// by key.
+// by key. Objects whose only changes are the labels and annotations Helm
+// charts stamp on every object are folded into one line per target.
 package diff
 
 import (
@@ -40,6 +41,13 @@ type Object struct {
 	// Secret lists the keys of a Secret that changed.
 	Secret   *SecretChange `json:"secret,omitempty"`
 	Warnings []string      `json:"warnings,omitempty"`
+	// MetadataOnly lists, on a changed object whose only changes are to
+	// the labels and annotations Helm charts stamp on every object
+	// (helm.sh/chart, app.kubernetes.io/version, chart, checksum/*), the
+	// keys that changed: the object is folded into its target's Folded
+	// line and its Diff left out. Never set on an added or removed
+	// object, on one with warnings, or with SetsOptions.ShowAllMetadata.
+	MetadataOnly []string `json:"metadataOnly,omitempty"`
 }
 
 // SecretChange names the keys of a Secret that were added, removed or
@@ -56,7 +64,8 @@ type SecretChange struct {
 	Of string `json:"of,omitempty"`
 }
 
-// Counts sums a target's objects by action.
+// Counts sums a target's objects by action. Folded objects (see
+// Target.Folded) count as changed: applying them changes the cluster.
 type Counts struct {
 	Added     int `json:"added"`
 	Changed   int `json:"changed"`
@@ -76,6 +85,10 @@ type Target struct {
 	Side    string   `json:"side,omitempty"`
 	Counts  Counts   `json:"counts"`
 	Objects []Object `json:"objects,omitempty"`
+	// Folded sums the objects whose only changes are chart metadata
+	// (Object.MetadataOnly), which the reports show as one line; nil
+	// when there are none.
+	Folded *Folded `json:"folded,omitempty"`
 	// Releases lists the HelmReleases whose chart or chart version
 	// differs between base and head, or that one side only has; their
 	// rendered objects are among Objects.
@@ -233,11 +246,26 @@ func (r *Report) Changed() bool {
 	return false
 }
 
-// Sets compares the objects of one target at base and head. prune says
-// whether the target prunes (removed objects are then deleted on merge).
-// mask hides decrypted values in the diffs, before they are written (nil
-// shows them). Objects come out in apply order.
-func Sets(base, head []*unstructured.Unstructured, prune bool, mask *secrets.Masker) []Object {
+// SetsOptions says how Sets compares; the zero value is a target that
+// does not prune, with nothing masked.
+type SetsOptions struct {
+	// Prune says whether the target prunes: removed objects are then
+	// deleted on merge.
+	Prune bool
+	// Mask hides decrypted values in the diffs, before they are written
+	// (nil shows them).
+	Mask *secrets.Masker
+	// ShowAllMetadata keeps the diff of every changed object. By default
+	// an object whose only changes are to the labels and annotations
+	// Helm charts stamp on every object is folded: its Diff is left out
+	// and Object.MetadataOnly names the keys.
+	ShowAllMetadata bool
+}
+
+// Sets compares the objects of one target at base and head. Objects come
+// out in apply order.
+func Sets(base, head []*unstructured.Unstructured, opts SetsOptions) []Object {
+	mask := opts.Mask
 	byID := func(objs []*unstructured.Unstructured) map[manifest.ID]*unstructured.Unstructured {
 		m := make(map[manifest.ID]*unstructured.Unstructured, len(objs))
 		for _, o := range objs {
@@ -270,7 +298,7 @@ func Sets(base, head []*unstructured.Unstructured, prune bool, mask *secrets.Mas
 			}
 		case ho == nil:
 			o.Action = Removed
-			o.Pruned = prune
+			o.Pruned = opts.Prune
 			o.Diff = Unified(text(bo, mask), "")
 			if isSecret(id) {
 				o.Secret = &SecretChange{Removed: secretKeys(bo)}
@@ -292,6 +320,11 @@ func Sets(base, head []*unstructured.Unstructured, prune bool, mask *secrets.Mas
 			}
 			if o.Secret != nil && o.Secret.empty() {
 				o.Secret = nil
+			}
+			if o.Action == Changed && !opts.ShowAllMetadata && len(o.Warnings) == 0 && o.Secret == nil {
+				if keys := metadataOnly(bo, ho); keys != nil {
+					o.MetadataOnly, o.Diff = keys, ""
+				}
 			}
 		}
 		o.Warnings = append(o.Warnings, removal(o)...)

@@ -59,6 +59,9 @@ type Options struct {
 	// Mask hides decrypted values wherever the report quotes objects or
 	// errors. Nil: a masker of Render's decryptor.
 	Mask *secrets.Masker
+	// ShowAllMetadata shows in full the objects whose only changes are
+	// chart metadata, instead of folding them (SetsOptions).
+	ShowAllMetadata bool
 }
 
 // Plan is the result of the affected-target analysis.
@@ -510,8 +513,9 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 			// added, or removed and pruned.
 			var unrendered []manifest.ID
 			bo, ho, unrendered = leaveOutUnrendered(base, head, bo, ho)
-			t.Objects = Sets(bo, ho, t.Prune && a.head != nil, mask)
+			t.Objects = Sets(bo, ho, SetsOptions{Prune: t.Prune && a.head != nil, Mask: mask, ShowAllMetadata: opts.ShowAllMetadata})
 			t.Counts = count(t.Objects)
+			t.Folded = FoldedOf(t.Objects)
 			t.Releases = Releases(releases(base), releases(head))
 			t.NotCompared = omitted(base, head)
 			t.RenderedWithout, t.Unresolved = without(base, head)

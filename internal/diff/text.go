@@ -59,6 +59,9 @@ func Text(w io.Writer, r *Report, color bool) error {
 		for _, ef := range t.Encrypted {
 			fmt.Fprintf(&b, "  encrypted file %s changed (no key; keys from SOPS metadata):%s\n", ef.Path, plainKeys(ef.Added, ef.Removed, ef.Changed, "re-encrypted"))
 		}
+		if f := t.folded(); f != nil {
+			fmt.Fprintf(&b, "  %s\n", f.line(func(k string) string { return k }, "--show-all-metadata"))
+		}
 		printObjects(&b, t.Objects, "", paint)
 		if t.LiveError != "" {
 			b.WriteString(paint(red, "  could not compare with the live cluster: "+t.LiveError) + "\n")
@@ -102,7 +105,7 @@ func JSON(w io.Writer, r *Report) error {
 
 func printObjects(b *strings.Builder, objects []Object, prefix string, paint func(c, s string) string) {
 	for _, o := range objects {
-		if o.Action == Unchanged {
+		if o.Action == Unchanged || len(o.MetadataOnly) > 0 {
 			continue
 		}
 		label := prefix + string(o.Action)
