@@ -111,6 +111,7 @@ func (d *discovery) renderRoots(ctx context.Context) error {
 			}
 		}
 		r.rootAPIs[root.Name] = definedAPIVersions(res.Set.Objects)
+		r.rootAll[root.Name] = res.Set.Objects
 		files := r.repoFiles(dir, res.Files)
 		d.idx.markRead(d.reached, files)
 		r.rootFiles[root.Name] = map[string]bool{}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/render"
 )
@@ -72,4 +74,22 @@ func (r *Repo) Footprint(ctx context.Context, t *Target) (*Footprint, error) {
 		}
 	}
 	return fp, nil
+}
+
+// Build is t's build, HelmReleases not expanded (rendered once, as for
+// Render).
+func (r *Repo) Build(ctx context.Context, t *Target) (*render.Result, error) {
+	return r.build(ctx, t)
+}
+
+// RootRender is what the root of cluster renders: its objects and the
+// files of this revision it read (none for a cluster without a root
+// render, such as one of ferry.yaml's targets).
+func (r *Repo) RootRender(cluster string) ([]*unstructured.Unstructured, []string) {
+	var files []string
+	for f := range r.rootFiles[cluster] {
+		files = append(files, f)
+	}
+	slices.Sort(files)
+	return r.rootAll[cluster], files
 }

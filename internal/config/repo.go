@@ -136,6 +136,7 @@ type Repo struct {
 	rootObjs  map[string][]*unstructured.Unstructured             // by cluster: Flux sources its root renders
 	rootRSIP  map[string][]*unstructured.Unstructured             // by cluster: ResourceSetInputProviders its root renders
 	rootAPIs  map[string][]string                                 // by cluster: API versions of the CRDs its root renders
+	rootAll   map[string][]*unstructured.Unstructured             // by cluster: every object its root renders
 	results   map[*Target]*render.Result                          // builds, HelmReleases not expanded
 	errs      map[*Target]error
 	busy      map[*Target]bool
@@ -209,6 +210,7 @@ func load(ctx context.Context, root string, opts render.Options, trusted *Repo) 
 		rootObjs:  map[string][]*unstructured.Unstructured{},
 		rootRSIP:  map[string][]*unstructured.Unstructured{},
 		rootAPIs:  map[string][]string{},
+		rootAll:   map[string][]*unstructured.Unstructured{},
 		rootFiles: map[string]map[string]bool{},
 		results:   map[*Target]*render.Result{},
 		errs:      map[*Target]error{},

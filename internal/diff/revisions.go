@@ -294,6 +294,7 @@ func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
 		baseByName[t.Name] = t
 	}
 	seen := map[string]bool{}
+	var alike []*alikeTarget
 	for _, ht := range p.head.Targets {
 		seen[ht.Name] = true
 		if !consider(ht.Name) {
@@ -311,26 +312,33 @@ func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
 			// changed ref.
 			a.Why = "source changed: " + revisionOf(bt) + " -> " + revisionOf(ht)
 		default:
-			reach := p.head.Inputs(ht).Touches(rv.changed) || p.base.Inputs(bt).Touches(rv.changed)
-			if !reach && !opts.AllTargets {
-				p.Unaffected++
-				continue
-			}
-			v := p.confirm(ctx, bt, ht, rv.changed)
-			if !v.affected && opts.AllTargets {
-				v = p.renderedAlike(ctx, bt, ht, v)
-			}
-			if v.broken != "" && reach {
-				p.Broken = append(p.Broken, Broken{Name: ht.Name, Cluster: ht.Cluster, Error: v.broken})
-			}
-			if !v.affected {
-				p.Unaffected++
-				continue
-			}
-			a.Why = v.why
+			alike = append(alike, &alikeTarget{bt: bt, ht: ht})
 		}
 		p.Affected = append(p.Affected, a)
 	}
+	p.decide(ctx, alike, rv.changed, opts.AllTargets)
+	byName := map[string]*alikeTarget{}
+	for _, at := range alike {
+		byName[at.ht.Name] = at
+	}
+	decided := p.Affected[:0]
+	for _, a := range p.Affected {
+		at := byName[a.Name]
+		if at == nil {
+			decided = append(decided, a)
+			continue
+		}
+		if at.v.broken != "" {
+			p.Broken = append(p.Broken, Broken{Name: a.Name, Cluster: a.Cluster, Error: at.v.broken})
+		}
+		if !at.v.affected {
+			p.Unaffected++
+			continue
+		}
+		a.Why = at.v.why
+		decided = append(decided, a)
+	}
+	p.Affected = decided
 	for _, bt := range p.base.Targets {
 		if !seen[bt.Name] && consider(bt.Name) {
 			p.Affected = append(p.Affected, Affected{Name: bt.Name, Cluster: bt.Cluster, Why: "target removed", base: bt})
@@ -358,15 +366,39 @@ type verdict struct {
 // changed, is broken but not affected; one that fails otherwise is
 // affected: the report shows the error.
 func (p *Plan) confirm(ctx context.Context, bt, ht *config.Target, changed []string) verdict {
+	v, _, _ := p.confirmBuilds(ctx, bt, ht, changed)
+	return v
+}
+
+// confirmBuilds is confirm, and the objects of the builds at base and
+// head (those of a side that fails: none).
+func (p *Plan) confirmBuilds(ctx context.Context, bt, ht *config.Target, changed []string) (verdict, []*unstructured.Unstructured, []*unstructured.Unstructured) {
 	bf, berr := p.base.Footprint(ctx, bt)
 	hf, herr := p.head.Footprint(ctx, ht)
+	var bo, ho []*unstructured.Unstructured
+	if berr == nil {
+		bo = bf.Build.Set.Objects
+	} else if b, err := p.base.Build(ctx, bt); err == nil {
+		bo = b.Set.Objects
+	}
+	if herr == nil {
+		ho = hf.Build.Set.Objects
+	} else if h, err := p.head.Build(ctx, ht); err == nil {
+		ho = h.Set.Objects
+	}
 	if berr != nil || herr != nil {
 		if berr != nil && herr != nil && p.sameError(berr, herr) &&
 			!p.base.OwnInputs(bt).Touches(changed) && !p.head.OwnInputs(ht).Touches(changed) {
-			return verdict{broken: herr.Error()}
+			return verdict{broken: herr.Error()}, bo, ho
 		}
-		return verdict{why: "fails to render", affected: true}
+		return verdict{why: "fails to render", affected: true}, bo, ho
 	}
+	v := footprintVerdict(bf, hf, changed)
+	return v, bo, ho
+}
+
+// footprintVerdict compares a target's footprints at base and head.
+func footprintVerdict(bf, hf *config.Footprint, changed []string) verdict {
 	read := map[string]bool{}
 	for _, f := range bf.Files {
 		read[f] = true
@@ -444,7 +476,7 @@ func (p *Plan) sameError(b, h error) bool {
 // sameBuild reports whether two builds of a target hold the same objects
 // and say the same of what they left out.
 func sameBuild(b, h *render.Result) bool {
-	return reflect.DeepEqual(b.Set.Objects, h.Set.Objects) &&
+	return slices.EqualFunc(b.Set.Objects, h.Set.Objects, equalObjects) &&
 		slices.Equal(b.Without, h.Without) && slices.Equal(b.Unresolved, h.Unresolved) &&
 		reflect.DeepEqual(b.Skipped, h.Skipped) && slices.Equal(b.Omitted, h.Omitted)
 }
@@ -633,4 +665,9 @@ func shortHash(h string) string {
 		return h[:12]
 	}
 	return h
+}
+
+// equalObjects reports whether two objects are the same.
+func equalObjects(a, b *unstructured.Unstructured) bool {
+	return reflect.DeepEqual(a.Object, b.Object)
 }
