@@ -40,7 +40,7 @@
 # operator 0.9.0, flux-instance 0.33.0) pushed to REGISTRY (host:port;
 # every source says insecure: true): 61 through chartRef to an
 # OCIRepository in their own folder, 10 through chart.spec and the OCI
-# HelmRepository; 6 take values from a generated ConfigMap too
+# HelmRepository; 5 take values from a generated ConfigMap too
 # (valuesFrom, with a kustomizeconfig.yaml naming the hashed ConfigMap in
 # the HelmRelease); 9 apps are plain manifests. Only cert-manager's
 # release installs CRDs; no Secrets (ExternalSecrets stand in), no SOPS.
