@@ -6,7 +6,7 @@ TESTBIN := $(CURDIR)/.cache/testbin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: build image release-local cosign example test tools controlplane gitea vet bench bench-render bench-discover bench-hostile bench-apply bench-fleet bench-diff bench-drift bench-scan bench-helm bench-start registry crane clean
+.PHONY: build image release-local cosign example test tools controlplane gitea vet bench bench-render bench-discover bench-hostile bench-apply bench-fleet bench-diff bench-drift bench-scan bench-helm bench-prdiff bench-start registry crane clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ferry ./cmd/ferry
@@ -66,7 +66,7 @@ vet:
 test: tools controlplane gitea registry vet
 	FERRY_TESTBIN=$(TESTBIN) $(GO) test -count=1 -timeout 60m ./...
 
-bench: bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan bench-helm
+bench: bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan bench-helm bench-prdiff
 
 bench-render: build tools
 	bench/render.sh
@@ -129,6 +129,16 @@ bench-scan: build registry crane
 # times, the ratio, ferry's peak RSS.
 bench-helm: build tools registry
 	bench/helm.sh
+
+# Pull-request diff benchmark: ferry diff against flate v0.6.5 (built with
+# Go 1.27.3 into .cache/testbin when missing) in its changed-only mode, on
+# a generated home-operations style fleet (80 apps, 71 HelmReleases, charts
+# on a local docker-registry): one line of a HelmRelease, of a plain
+# manifest and of a component 15 apps share, warm and cold, then a full
+# render. Prints the ratios ferry/flate, ferry's peak RSS and whether both
+# report the same changed objects.
+bench-prdiff: build tools registry
+	bench/prdiff.sh
 
 # Start benchmark (bench/start.sh; as root, 10-20 minutes, so not in
 # make bench): in the act runner, the time from a job's start to ferry's

@@ -148,35 +148,6 @@ if ! cmp -s "$work/ferry.ids" "$work/helm.ids"; then
   diff "$work/ferry.ids" "$work/helm.ids" | grep '^[<>]' | head -20 | sed 's/^/  !!!   /'
 fi
 
-# children_cpu VAR: sets VAR to the CPU seconds (user + sys) of this
-# shell's finished children so far, from the times builtin (in this
-# shell: a command substitution would see its own, none).
-children_cpu() {
-  times > "$work/times.out"
-  printf -v "$1" '%s' "$(awk 'NR == 2 {
-    t = 0
-    for (i = 1; i <= 2; i++) { split($i, p, "m"); sub("s", "", p[2]); t += p[1] * 60 + p[2] }
-    printf "%.3f\n", t }' "$work/times.out")"
-}
-# timed_rounds VAR_A VAR_B CMD_A CMD_B: runs CMD_A and CMD_B in turn,
-# rounds times, and sets VAR_A and VAR_B to the medians of their wall
-# times and VAR_A_cpu and VAR_B_cpu to the medians of their CPU times.
-timed_rounds() {
-  local _va=$1 _vb=$2 _ca=$3 _cb=$4 _i _c _t0 _c0 _t1 _c1 _v
-  : > "$work/a.wall"; : > "$work/a.cpu"; : > "$work/b.wall"; : > "$work/b.cpu"
-  for ((_i = 0; _i < rounds; _i++)); do
-    for _c in a b; do
-      _v=_c$_c
-      _t0=$(now); children_cpu _c0
-      "${!_v}"
-      _t1=$(now); children_cpu _c1
-      elapsed "$_t0" "$_t1" >> "$work/$_c.wall"
-      elapsed "$_c0" "$_c1" >> "$work/$_c.cpu"
-    done
-  done
-  printf -v "$_va" '%s' "$(median < "$work/a.wall")"; printf -v "${_va}_cpu" '%s' "$(median < "$work/a.cpu")"
-  printf -v "$_vb" '%s' "$(median < "$work/b.wall")"; printf -v "${_vb}_cpu" '%s' "$(median < "$work/b.cpu")"
-}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", (b > 0) ? a / b : 0}'; }
 
 timed_rounds fw hw run_ferry_warm run_helm_local
