@@ -93,3 +93,14 @@ func (r *Repo) RootRender(cluster string) ([]*unstructured.Unstructured, []strin
 	slices.Sort(files)
 	return r.rootAll[cluster], files
 }
+
+// RendersReleases reports whether t's render may expand HelmReleases:
+// a file it reads declares one (or what it reads is not known), and its
+// cluster renders them.
+func (r *Repo) RendersReleases(t *Target) bool {
+	if t.HelmReleases == HelmController || t.Revision != nil {
+		return false
+	}
+	w := render.Inputs(r.spec(t))
+	return w.Unknown || holdsReleases(t.Root, w)
+}

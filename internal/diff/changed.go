@@ -172,7 +172,7 @@ func (p *Plan) readsMoved(ctx context.Context, t *config.Target, moved map[strin
 			return true
 		}
 	}
-	if t.HelmReleases == config.HelmController || !p.head.Inputs(t).Unknown {
+	if !p.head.RendersReleases(t) {
 		// No HelmRelease it renders: nothing else it reads.
 		return false
 	}
@@ -208,7 +208,9 @@ func (p *Plan) readsMoved(ctx context.Context, t *config.Target, moved map[strin
 // changedObjects lists, as Kind/namespace/name, the objects one side
 // holds and the other does not, or holds otherwise.
 func changedObjects(base, head []*unstructured.Unstructured) []string {
-	key := func(o *unstructured.Unstructured) string { return o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName() }
+	key := func(o *unstructured.Unstructured) string {
+		return o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
+	}
 	b := map[string]*unstructured.Unstructured{}
 	for _, o := range base {
 		b[key(o)] = o

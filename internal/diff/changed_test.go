@@ -58,7 +58,7 @@ spec: {interval: 1m, url: https://example.test/fleet, ref: {branch: main}}
 		// The root patches every child: variables and pruning.
 		"clusters/prod/apps.yaml": ks("apps", "./apps", `  prune: true
   patches:
-    - target: {kind: Kustomization}
+    - target: {kind: Kustomization, labelSelector: substitution.flux/disabled notin (true)}
       patch: |
         apiVersion: kustomize.toolkit.fluxcd.io/v1
         kind: Kustomization
@@ -66,9 +66,16 @@ spec: {interval: 1m, url: https://example.test/fleet, ref: {branch: main}}
         spec:
           prune: true
           postBuild:
-            substituteFrom: [{kind: ConfigMap, name: cluster-settings}]
+            substituteFrom:
+              - {kind: ConfigMap, name: cluster-settings}
+              - {kind: ConfigMap, name: app-settings, optional: true}
 `),
-		"apps/kustomization.yaml": "resources: [web/ks.yaml, api/ks.yaml, common/ks.yaml, plain/ks.yaml, shared-a/ks.yaml, shared-b/ks.yaml, gitchart/ks.yaml, broken/ks.yaml]\n",
+		"apps/kustomization.yaml": "resources: [web/ks.yaml, api/ks.yaml, common/ks.yaml, plain/ks.yaml, shared-a/ks.yaml, shared-b/ks.yaml, gitchart/ks.yaml, broken/ks.yaml, settings/ks.yaml]\n",
+
+		// Variables another target holds (not the cluster's root).
+		"apps/settings/ks.yaml":                strings.Replace(ks("settings", "./apps/settings/app", ""), "namespace: flux-system}", "namespace: flux-system, labels: {substitution.flux/disabled: \"true\"}}", 1),
+		"apps/settings/app/kustomization.yaml": "resources: [app-settings.yaml]\n",
+		"apps/settings/app/app-settings.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-settings, namespace: flux-system}\ndata: {TEAM: core}\n",
 
 		"apps/web/ks.yaml":                ks("web", "./apps/web/app", "  targetNamespace: apps\n"),
 		"apps/web/app/kustomization.yaml": "resources: [release.yaml]\nconfigMapGenerator:\n  - {name: web-values, namespace: apps, files: [values.yaml=values.yaml]}\ngeneratorOptions: {disableNameSuffixHash: true}\n",
@@ -85,7 +92,7 @@ spec: {interval: 1m, url: https://example.test/fleet, ref: {branch: main}}
 
 		"apps/plain/ks.yaml":                ks("plain", "./apps/plain/app", "  targetNamespace: apps\n"),
 		"apps/plain/app/kustomization.yaml": "resources: [deployment.yaml, ../../../base/plain]\npatches: [{path: patch.yaml}]\n",
-		"apps/plain/app/deployment.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {url: \"https://plain.${DOMAIN}\"}\n",
+		"apps/plain/app/deployment.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {url: \"https://plain.${DOMAIN}\", team: \"${TEAM}\"}\n",
 		"apps/plain/app/patch.yaml":         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {patched: \"yes\"}\n",
 		"base/plain/kustomization.yaml":     "resources: [extra.yaml]\n",
 		"base/plain/extra.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain-extra}\ndata: {a: \"1\"}\n",
@@ -116,7 +123,7 @@ spec: {interval: 1m, url: https://example.test/fleet, ref: {branch: main}}
 
 // changedOnly runs the diff of a change to changeFleet twice, changed-
 // only and with AllTargets, and returns both reports as JSON and text.
-func changedOnly(t *testing.T, change func(p *gittest.Repo)) (fast, full *diff.Report, fastJSON, fullJSON, fastText, fullText string) {
+func changedOnly(t *testing.T, change func(t *testing.T, p *gittest.Repo)) (fast, full *diff.Report, fastJSON, fullJSON, fastText, fullText string) {
 	t.Helper()
 	charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
 	web := testtree.New(t, helmtest.WebChart(""))
@@ -125,7 +132,7 @@ func changedOnly(t *testing.T, change func(p *gittest.Repo)) (fast, full *diff.R
 	testtree.Write(t, dir, changeFleet(charts.URL))
 	p := gittest.Init(t, dir)
 	base := p.Commit(t, "base")
-	change(p)
+	change(t, p)
 	head := p.Commit(t, "change")
 	run := func(all bool) (*diff.Report, string, string) {
 		opts := diff.Options{Repo: dir, Base: base, Head: head, AllTargets: all, Render: render.Options{
@@ -161,48 +168,56 @@ func changedOnly(t *testing.T, change func(p *gittest.Repo)) (fast, full *diff.R
 func TestChangedOnlyEqualsTheFullDiff(t *testing.T) {
 	cases := []struct {
 		name   string
-		change func(p *gittest.Repo)
+		change func(t *testing.T, p *gittest.Repo)
 		want   []string
+		// broken: the change makes the broken target, which reads the
+		// cluster's variables, a candidate: it is listed as broken. A
+		// file no target's own files name (a chart folder, a values
+		// file) makes every target a candidate.
+		broken bool
 	}{
-		{"a file under its path", func(p *gittest.Repo) {
+		{"a file under its path", func(t *testing.T, p *gittest.Repo) {
 			p.Replace(t, "apps/plain/app/deployment.yaml", "plain.${DOMAIN}", "www.${DOMAIN}")
-		}, []string{"plain"}},
-		{"a resource outside its path", func(p *gittest.Repo) {
+		}, []string{"plain"}, false},
+		{"a resource outside its path", func(t *testing.T, p *gittest.Repo) {
 			p.Replace(t, "base/plain/extra.yaml", `a: "1"`, `a: "2"`)
-		}, []string{"plain"}},
-		{"a patch file", func(p *gittest.Repo) {
+		}, []string{"plain"}, false},
+		{"a patch file", func(t *testing.T, p *gittest.Repo) {
 			p.Replace(t, "apps/plain/app/patch.yaml", `patched: "yes"`, `patched: "twice"`)
-		}, []string{"plain"}},
-		{"a generator's file", func(p *gittest.Repo) {
+		}, []string{"plain"}, false},
+		{"a generator's file", func(t *testing.T, p *gittest.Repo) {
 			p.Write(t, "apps/web/app/values.yaml", "replicas: 5\n")
-		}, []string{"web"}},
-		{"a component two targets share", func(p *gittest.Repo) {
+		}, []string{"web"}, false},
+		{"a component two targets share", func(t *testing.T, p *gittest.Repo) {
 			p.Replace(t, "components/volume/pvc.yaml", "storage: 1Gi", "storage: 2Gi")
-		}, []string{"shared-a", "shared-b"}},
-		{"a chart folder", func(p *gittest.Repo) {
+		}, []string{"shared-a", "shared-b"}, false},
+		{"a chart folder", func(t *testing.T, p *gittest.Repo) {
 			p.Replace(t, "charts/local/templates/cm.yaml", "data: {", "data: {extra: 'x', ")
-		}, []string{"gitchart"}},
-		{"a valuesFiles file outside the chart", func(p *gittest.Repo) {
+		}, []string{"gitchart"}, true},
+		{"a valuesFiles file outside the chart", func(t *testing.T, p *gittest.Repo) {
 			p.Write(t, "values/gitchart.yaml", "greeting: changed\n")
-		}, []string{"gitchart"}},
-		{"the HelmRepository two releases use", func(p *gittest.Repo) {
+		}, []string{"gitchart"}, true},
+		{"the HelmRepository two releases use", func(t *testing.T, p *gittest.Repo) {
 			p.Replace(t, "clusters/prod/sources.yaml", "interval: 1h, url: http://", "interval: 1h, url: http://localhost.")
-		}, []string{"web", "api"}},
-		{"a ConfigMap another target holds, which a release takes values from", func(p *gittest.Repo) {
+		}, []string{"web", "api"}, false},
+		{"a ConfigMap another target holds, which a release takes values from", func(t *testing.T, p *gittest.Repo) {
 			p.Replace(t, "apps/common/app/shared-values.yaml", "replicas: 3", "replicas: 4")
-		}, []string{"api", "common"}},
-		{"the Kustomization object that defines it", func(p *gittest.Repo) {
+		}, []string{"api", "common"}, false},
+		{"the Kustomization object that defines it", func(t *testing.T, p *gittest.Repo) {
 			p.Replace(t, "apps/shared-b/ks.yaml", "APP: shared-b", "APP: shared-bee")
-		}, []string{"apps", "shared-b"}},
-		{"a patch its cluster's root applies to it", func(p *gittest.Repo) {
-			p.Replace(t, "clusters/prod/apps.yaml", "    - target: {kind: Kustomization}\n", "    - target: {kind: Kustomization, name: web}\n      patch: |\n        - {op: add, path: /spec/timeout, value: 9m}\n    - target: {kind: Kustomization}\n")
-		}, []string{"apps", "web"}},
-		{"a variable of its cluster", func(p *gittest.Repo) {
+		}, []string{"apps", "shared-b"}, false},
+		{"a patch its cluster's root applies to it", func(t *testing.T, p *gittest.Repo) {
+			p.Replace(t, "clusters/prod/apps.yaml", "    - target: {kind: Kustomization, labelSelector", "    - target: {kind: Kustomization, name: web}\n      patch: |\n        - {op: add, path: /spec/timeout, value: 9m}\n    - target: {kind: Kustomization, labelSelector")
+		}, []string{"apps", "web"}, false},
+		{"a variable of its cluster", func(t *testing.T, p *gittest.Repo) {
 			p.Replace(t, "clusters/prod/settings.yaml", "DOMAIN: example.com", "DOMAIN: example.org")
-		}, []string{"plain"}},
-		{"a variable no target uses", func(p *gittest.Repo) {
+		}, []string{"plain"}, true},
+		{"a variable another target holds", func(t *testing.T, p *gittest.Repo) {
+			p.Replace(t, "apps/settings/app/app-settings.yaml", "TEAM: core", "TEAM: platform")
+		}, []string{"settings", "plain"}, true},
+		{"a variable no target uses", func(t *testing.T, p *gittest.Repo) {
 			p.Replace(t, "clusters/prod/settings.yaml", "REGION: eu-1", "REGION: eu-2")
-		}, nil},
+		}, nil, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -217,9 +232,13 @@ func TestChangedOnlyEqualsTheFullDiff(t *testing.T) {
 			if fastText != fullText {
 				t.Errorf("changed-only text differs from the full diff's:\n%s\n---- full:\n%s", fastText, fullText)
 			}
-			// The target broken at both revisions is listed, not failed.
-			if len(fast.Broken) != 1 || fast.Broken[0].Name != "broken" || !strings.Contains(fast.Broken[0].Error, "missing.yaml") {
+			// The target broken at both revisions does not fail the
+			// diff; it is listed when the change made it a candidate.
+			switch {
+			case c.broken && (len(fast.Broken) != 1 || fast.Broken[0].Name != "broken" || !strings.Contains(fast.Broken[0].Error, "missing.yaml")):
 				t.Errorf("broken targets %+v, want broken (missing.yaml)", fast.Broken)
+			case !c.broken && len(fast.Broken) != 0:
+				t.Errorf("broken targets %+v, want none: the change does not reach them", fast.Broken)
 			}
 			if err := fast.Err(); err != nil {
 				t.Errorf("a change that does not touch the broken target fails the diff: %v", err)
@@ -232,7 +251,7 @@ func TestChangedOnlyEqualsTheFullDiff(t *testing.T) {
 // files, or one that breaks a target, fails the diff.
 func TestBrokenTargetTouchedFailsTheDiff(t *testing.T) {
 	t.Run("touched, still broken", func(t *testing.T) {
-		fast, full, _, _, _, _ := changedOnly(t, func(p *gittest.Repo) {
+		fast, full, _, _, _, _ := changedOnly(t, func(t *testing.T, p *gittest.Repo) {
 			p.Write(t, "apps/broken/app/kustomization.yaml", "resources: [missing.yaml, other.yaml]\n")
 		})
 		for _, r := range []*diff.Report{fast, full} {
@@ -242,7 +261,7 @@ func TestBrokenTargetTouchedFailsTheDiff(t *testing.T) {
 		}
 	})
 	t.Run("broken by the change", func(t *testing.T) {
-		fast, _, _, _, _, _ := changedOnly(t, func(p *gittest.Repo) {
+		fast, _, _, _, _, _ := changedOnly(t, func(t *testing.T, p *gittest.Repo) {
 			p.Write(t, "apps/plain/app/kustomization.yaml", "resources: [deployment.yaml, gone.yaml]\n")
 		})
 		if fast.Err() == nil || !slices.Contains(fast.TargetNames(), "plain") {
@@ -250,7 +269,7 @@ func TestBrokenTargetTouchedFailsTheDiff(t *testing.T) {
 		}
 	})
 	t.Run("fixed by the change", func(t *testing.T) {
-		fast, _, _, _, _, _ := changedOnly(t, func(p *gittest.Repo) {
+		fast, _, _, _, _, _ := changedOnly(t, func(t *testing.T, p *gittest.Repo) {
 			p.Write(t, "apps/broken/app/missing.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fixed}\n")
 		})
 		if len(fast.Broken) != 0 || !slices.Contains(fast.TargetNames(), "broken") {
