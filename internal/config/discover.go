@@ -157,6 +157,11 @@ func (d *discovery) renderTargets(ctx context.Context) {
 	for len(d.queue) > 0 {
 		t := d.queue[0]
 		d.queue = d.queue[1:]
+		if !d.r.declares(t).mayNest() {
+			// No file it reads declares a Kustomization or a
+			// GitRepository: it is built when it is rendered.
+			continue
+		}
 		res, err := d.r.build(ctx, t)
 		if err != nil {
 			continue

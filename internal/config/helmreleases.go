@@ -721,7 +721,7 @@ func (r *Repo) clusterObject(ctx context.Context, t *Target, own *render.Result,
 	if o := match(own.Set.Objects); o != nil {
 		return o
 	}
-	for res := range r.siblingBuilds(ctx, t) {
+	for res := range r.siblingBuilds(ctx, t, kind) {
 		if o := match(res.Set.Objects); o != nil {
 			return o
 		}
@@ -783,7 +783,7 @@ func (r *Repo) clusterAPIVersions(ctx context.Context, t *Target, res *render.Re
 	out := slices.Clone(t.APIVersions)
 	out = append(out, r.rootAPIs[t.Cluster]...)
 	out = append(out, definedAPIVersions(res.Set.Objects)...)
-	for b := range r.siblingBuilds(ctx, t) {
+	for b := range r.siblingBuilds(ctx, t, "CustomResourceDefinition") {
 		out = append(out, definedAPIVersions(b.Set.Objects)...)
 	}
 	slices.Sort(out)

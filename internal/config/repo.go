@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"os"
 	"path"
 	"path/filepath"
@@ -137,6 +138,7 @@ type Repo struct {
 	rootRSIP  map[string][]*unstructured.Unstructured             // by cluster: ResourceSetInputProviders its root renders
 	rootAPIs  map[string][]string                                 // by cluster: API versions of the CRDs its root renders
 	rootAll   map[string][]*unstructured.Unstructured             // by cluster: every object its root renders
+	declared  map[*Target]*declared                               // what each target's files may declare (declares)
 	results   map[*Target]*render.Result                          // builds, HelmReleases not expanded
 	errs      map[*Target]error
 	busy      map[*Target]bool
@@ -211,6 +213,7 @@ func load(ctx context.Context, root string, opts render.Options, trusted *Repo) 
 		rootRSIP:  map[string][]*unstructured.Unstructured{},
 		rootAPIs:  map[string][]string{},
 		rootAll:   map[string][]*unstructured.Unstructured{},
+		declared:  map[*Target]*declared{},
 		rootFiles: map[string]map[string]bool{},
 		results:   map[*Target]*render.Result{},
 		errs:      map[*Target]error{},
@@ -524,7 +527,7 @@ func (r *Repo) lookup(ctx context.Context, from *Target, kind, namespace, name s
 	if o := r.rootVars[from.Cluster][objectKey{kind, namespace, name}]; o != nil {
 		return o, nil
 	}
-	for res := range r.siblingBuilds(ctx, from) {
+	for res := range r.siblingBuilds(ctx, from, kind) {
 		if o := match(res.Set.Objects); o != nil {
 			return o, nil
 		}
@@ -608,13 +611,18 @@ func (r *Repo) fromCluster(ctx context.Context, from *Target, kind, namespace, n
 }
 
 // siblingBuilds yields the builds of the other targets of t's cluster
-// (those not being built, which would be a cycle), in order; a target
-// that fails to build is passed over (its error is reported when it is
-// rendered itself).
-func (r *Repo) siblingBuilds(ctx context.Context, t *Target) iter.Seq[*render.Result] {
+// (those not being built, which would be a cycle) whose files may
+// declare an object of one of kinds (config.declared), in order; a
+// target that fails to build is passed over (its error is reported when
+// it is rendered itself). A target that cannot hold what is looked for
+// is not built.
+func (r *Repo) siblingBuilds(ctx context.Context, t *Target, kinds ...string) iter.Seq[*render.Result] {
 	return func(yield func(*render.Result) bool) {
 		for _, other := range r.Targets {
 			if other == t || other.Cluster != t.Cluster || r.busy[other] {
+				continue
+			}
+			if d := r.declares(other); !slices.ContainsFunc(kinds, d.may) {
 				continue
 			}
 			res, err := r.build(ctx, other)
