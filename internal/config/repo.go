@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"slices"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
