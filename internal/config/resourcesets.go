@@ -126,7 +126,7 @@ func (r *Repo) allowProvider(ctx context.Context, cluster string, provider *unst
 		}
 	}
 	if base == nil {
-		base = r.trusted.sourceObject(ctx, cluster, provider)
+		base = r.trusted.sourceObject(ctx, cluster, "", provider)
 	}
 	if base != nil {
 		if bt, bu := spec(base); bt == typ && bu == u {

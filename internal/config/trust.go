@@ -197,7 +197,7 @@ func (r *Repo) allowFetch(ctx context.Context, t *Target, source *unstructured.U
 		return fetchDecision{fetch: true, credentials: true}
 	}
 	u, _, _ := unstructured.NestedString(source.Object, "spec", "url")
-	if b := r.trusted.sourceObject(ctx, t.Cluster, source); b != nil {
+	if b := r.trusted.sourceObject(ctx, t.Cluster, t.Name, source); b != nil {
 		bu, _, _ := unstructured.NestedString(b.Object, "spec", "url")
 		if bu == u {
 			// The same spec (secretRef, insecure, type, provider, ...)
@@ -215,8 +215,10 @@ func (r *Repo) allowFetch(ctx context.Context, t *Target, source *unstructured.U
 }
 
 // sourceObject finds, among what cluster renders in r, the Flux source
-// object of the same group, kind, namespace and name as o.
-func (r *Repo) sourceObject(ctx context.Context, cluster string, o *unstructured.Unstructured) *unstructured.Unstructured {
+// object of the same group, kind, namespace and name as o. The target
+// named first, when there is one, is searched before the others: a
+// source is most often beside what uses it.
+func (r *Repo) sourceObject(ctx context.Context, cluster, first string, o *unstructured.Unstructured) *unstructured.Unstructured {
 	gvk := o.GroupVersionKind()
 	match := func(objs []*unstructured.Unstructured) *unstructured.Unstructured {
 		for _, c := range objs {
@@ -230,8 +232,12 @@ func (r *Repo) sourceObject(ctx context.Context, cluster string, o *unstructured
 	if c := match(r.rootObjs[cluster]); c != nil {
 		return c
 	}
-	for _, t := range r.Targets {
-		if t.Cluster != cluster || t.Err != nil {
+	targets := r.Targets
+	if i := slices.IndexFunc(targets, func(t *Target) bool { return t.Name == first && t.Cluster == cluster }); i > 0 {
+		targets = slices.Concat([]*Target{targets[i]}, targets[:i], targets[i+1:])
+	}
+	for _, t := range targets {
+		if t.Cluster != cluster || t.Err != nil || !r.declares(t).may(gvk.Kind) {
 			continue
 		}
 		res, err := r.build(ctx, t)
