@@ -19,6 +19,10 @@ import (
 // Dir is a folder that writes are confined to.
 type Dir struct {
 	root *os.Root
+	// made are the folders MkdirAll found or made below root, real
+	// folders (never symlinks), for Create. A folder is never replaced
+	// by anything else through a Dir.
+	made map[string]bool
 }
 
 // Open opens the folder path, which must exist. path itself is the
@@ -63,6 +67,9 @@ func (d *Dir) MkdirAll(rel string, perm fs.FileMode) error {
 	cur := ""
 	for _, p := range parts {
 		cur = filepath.Join(cur, p)
+		if d.made[cur] {
+			continue
+		}
 		fi, err := d.root.Lstat(cur)
 		if errors.Is(err, fs.ErrNotExist) {
 			if err := d.root.Mkdir(cur, perm); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -76,6 +83,10 @@ func (d *Dir) MkdirAll(rel string, perm fs.FileMode) error {
 		if err := isFolder(d.path(cur), fi); err != nil {
 			return err
 		}
+		if d.made == nil {
+			d.made = map[string]bool{}
+		}
+		d.made[cur] = true
 	}
 	return nil
 }
@@ -143,6 +154,40 @@ func (d *Dir) WriteFile(rel string, data []byte, perm fs.FileMode) error {
 	}
 	if err != nil {
 		_ = d.root.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", d.path(rel), err)
+	}
+	return nil
+}
+
+// Create writes data to a new file rel below d, with mode perm exactly,
+// creating the folders above it as MkdirAll does; anything already at
+// rel (a file, a folder, a symlink) is refused. It is WriteFile for
+// filling a folder that starts empty (an export of a Git tree): nothing
+// is replaced, so no temporary file is needed.
+func (d *Dir) Create(rel string, data []byte, perm fs.FileMode) error {
+	parts, err := d.parts(rel)
+	if err != nil {
+		return err
+	}
+	if dir := filepath.Join(parts[:len(parts)-1]...); dir != "" {
+		if err := d.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	rel = filepath.Join(parts...)
+	f, err := d.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", d.path(rel), err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm) // the umask may have taken bits away
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = d.root.Remove(rel)
 		return fmt.Errorf("writing %s: %w", d.path(rel), err)
 	}
 	return nil

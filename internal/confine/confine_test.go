@@ -50,14 +50,22 @@ func open(t *testing.T) (d *confine.Dir, out, outside string) {
 	return d, out, outside
 }
 
+// TestWriteFile checks WriteFile, and Create, which refuses what exists
+// (WriteFile replaces a file) and is otherwise held to the same.
 func TestWriteFile(t *testing.T) {
+	t.Parallel()
+	t.Run("WriteFile", func(t *testing.T) { testWrite(t, (*confine.Dir).WriteFile, "") })
+	t.Run("Create", func(t *testing.T) { testWrite(t, (*confine.Dir).Create, "file exists") })
+}
+
+func testWrite(t *testing.T, write func(d *confine.Dir, rel string, data []byte, perm os.FileMode) error, existing string) {
 	t.Parallel()
 	tests := []struct {
 		rel  string
 		want string // part of the error; "" for none
 	}{
 		{"app/new.yaml", ""},
-		{"app/old.yaml", ""}, // replaced
+		{"app/old.yaml", ""}, // replaced by WriteFile
 		{"prod/app/deep.yaml", ""},
 		{"app/secret_db.yaml", "out/app/secret_db.yaml is a symlink"},
 		{"app/dangling.yaml", "out/app/dangling.yaml is a symlink"},
@@ -78,7 +86,13 @@ func TestWriteFile(t *testing.T) {
 		t.Run(tc.rel, func(t *testing.T) {
 			t.Parallel()
 			d, out, outside := open(t)
-			err := d.WriteFile(tc.rel, []byte("written\n"), 0o600)
+			switch tc.rel {
+			case "app/old.yaml", "app/secret_db.yaml", "app/dangling.yaml", "app/relative.yaml", "app":
+				if existing != "" {
+					tc.want = existing // Create refuses whatever is there
+				}
+			}
+			err := write(d, tc.rel, []byte("written\n"), 0o600)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("WriteFile: %v", err)

@@ -197,7 +197,7 @@ func (g *Repo) Export(ctx context.Context, rev, prefix, dir string) error {
 		default:
 			var b []byte
 			if b, err = blobBytes(g.r, entry.Hash); err == nil {
-				err = out.WriteFile(dst, b, 0o600)
+				err = out.Create(dst, b, 0o600)
 			}
 		}
 		if err != nil {
