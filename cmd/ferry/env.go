@@ -111,6 +111,7 @@ func (e *env) renderOptions(r repoFlags, noDecrypt bool) (render.Options, error)
 		HelmSources:      helm.NewSources(helm.SourcesOptions{CacheDir: cacheDir}),
 		HelmLoaded:       helm.NewLoadedCharts(),
 		HelmRenders:      helm.NewRenderCache(cacheDir, 0),
+		Builds:           render.NewBuilds(),
 		InsecureHosts:    r.insecure,
 		ChartCredentials: e.chartCredentials(),
 		Workspace:        r.workspaceDir(e.getenv),

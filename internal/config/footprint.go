@@ -2,8 +2,14 @@ package config
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -103,4 +109,83 @@ func (r *Repo) RendersReleases(t *Target) bool {
 	}
 	w := render.Inputs(r.spec(t))
 	return w.Unknown || holdsReleases(t.Root, w)
+}
+
+// buildKey is the key of t's build in render.Options.Builds: its name,
+// cluster and definition, where it is, the options that change a build,
+// the content of every file its kustomization files may read
+// (render.Inputs), and the objects its variables come from. "" when the
+// build is not kept: what it reads is not known, it renders an artifact,
+// another ref or a ResourceSet, or a variable source cannot be read.
+func (r *Repo) buildKey(ctx context.Context, t *Target) string {
+	if r.opts.Builds == nil || t.Err != nil || t.Artifact != nil || t.Revision != nil || r.declares(t).may("ResourceSet") {
+		return ""
+	}
+	w := render.Inputs(r.spec(t))
+	if w.Unknown {
+		return ""
+	}
+	h := sha256.New()
+	root, ok := r.within(t.Root)
+	if !ok {
+		root = "outside:" + t.Root
+	}
+	spec, err := json.Marshal(t.Kustomization.Object)
+	if err != nil {
+		return ""
+	}
+	limits := r.Limits()
+	opts, _ := json.Marshal([]any{r.opts.NoDecrypt, r.opts.Decryptor != nil, r.opts.AllowRemoteBases, r.opts.Workspace, r.opts.Checkout, limits, r.readCluster == nil})
+	fmt.Fprintf(h, "%q %q %q %s %s\n", t.Name, t.Cluster, root, spec, opts)
+	file := func(p, rel string) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			fmt.Fprintf(h, "file %q: none\n", rel)
+			return
+		}
+		sum := sha256.Sum256(b)
+		fmt.Fprintf(h, "file %q %x\n", rel, sum)
+	}
+	for _, f := range slices.Sorted(slices.Values(w.Files)) {
+		file(filepath.Join(t.Root, filepath.FromSlash(f)), f)
+	}
+	for _, d := range slices.Sorted(slices.Values(w.Dirs)) {
+		base := filepath.Join(t.Root, filepath.FromSlash(d))
+		err := filepath.WalkDir(base, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(t.Root, p)
+			switch {
+			case e.Type().IsRegular():
+				file(p, filepath.ToSlash(rel))
+			case e.Type()&fs.ModeSymlink != 0:
+				target, _ := os.Readlink(p)
+				fmt.Fprintf(h, "link %q %q\n", filepath.ToSlash(rel), target)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return ""
+		}
+		fmt.Fprintf(h, "dir %q\n", d)
+	}
+	from, _, _ := unstructured.NestedSlice(t.Kustomization.Object, "spec", "postBuild", "substituteFrom")
+	for _, f := range from {
+		m, _ := f.(map[string]any)
+		kind, _ := m["kind"].(string)
+		name, _ := m["name"].(string)
+		o, err := r.lookup(ctx, t, kind, t.Namespace, name)
+		if err != nil {
+			return ""
+		}
+		var b []byte
+		if o != nil {
+			if b, err = json.Marshal(o.Object); err != nil {
+				return ""
+			}
+		}
+		fmt.Fprintf(h, "var %q %q %s\n", kind, name, b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

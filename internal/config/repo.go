@@ -401,6 +401,14 @@ func (r *Repo) build(ctx context.Context, t *Target) (*render.Result, error) {
 		return nil, err
 	}
 	r.busy[t] = true
+	key := r.buildKey(ctx, t)
+	if key != "" {
+		if kept, ok := r.opts.Builds.Get(key); ok {
+			delete(r.busy, t)
+			r.results[t] = kept
+			return kept, nil
+		}
+	}
 	res, err := render.Build(ctx, r.spec(t), r.opts)
 	if err == nil {
 		res, err = r.expandResourceSets(ctx, t.Cluster, res, false)
@@ -414,6 +422,9 @@ func (r *Repo) build(ctx context.Context, t *Target) (*render.Result, error) {
 	res.Files = r.repoFiles(t.Root, res.Files)
 	res.Encrypted = r.repoFiles(t.Root, res.Encrypted)
 	r.results[t] = res
+	if key != "" {
+		r.opts.Builds.Put(key, res)
+	}
 	return res, nil
 }
 

@@ -135,7 +135,14 @@ func changedOnly(t *testing.T, change func(t *testing.T, p *gittest.Repo)) (fast
 	change(t, p)
 	head := p.Commit(t, "change")
 	run := func(all bool) (*diff.Report, string, string) {
+		// The full diff builds every target at each revision; the
+		// changed-only one shares the builds both revisions hold alike.
+		var builds *render.Builds
+		if !all {
+			builds = render.NewBuilds()
+		}
 		opts := diff.Options{Repo: dir, Base: base, Head: head, AllTargets: all, Render: render.Options{
+			Builds:        builds,
 			NoDecrypt:     true,
 			InsecureHosts: []string{strings.TrimPrefix(charts.URL, "http://")},
 			HelmSources:   helm.NewSources(helm.SourcesOptions{}),

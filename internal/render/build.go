@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	securefs "github.com/fluxcd/pkg/kustomize/filesys"
@@ -53,6 +54,9 @@ type Options struct {
 	// HelmRenders, when set, keeps chart renders by what they take, for
 	// every Repo of the run and, with a folder, for later runs.
 	HelmRenders *helm.RenderCache
+	// Builds, when set, keeps builds by what they read for every Repo
+	// loaded with these options. Read by config.
+	Builds *Builds
 	// HelmReleases, when set, overrides the helmReleases setting of every
 	// cluster in ferry.yaml: "render" or "controller". Read by config.
 	HelmReleases string
@@ -573,4 +577,32 @@ func objectJSON(rn *kyaml.RNode) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(m)
+}
+
+// Builds keeps builds by a key of everything they read (config computes
+// it: the target's definition, its files' content, its variables), for
+// every Repo loaded with the same Options: the two revisions of a diff
+// build a target they hold alike once. Safe for concurrent use. A Result
+// kept here is shared: nothing may change it.
+type Builds struct {
+	mu   sync.Mutex
+	kept map[string]*Result
+}
+
+// NewBuilds returns an empty Builds.
+func NewBuilds() *Builds { return &Builds{kept: map[string]*Result{}} }
+
+// Get returns the build kept under key.
+func (b *Builds) Get(key string) (*Result, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.kept[key]
+	return r, ok
+}
+
+// Put keeps res under key.
+func (b *Builds) Put(key string, res *Result) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.kept[key] = res
 }
