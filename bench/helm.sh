@@ -37,45 +37,8 @@ need_gnu_time
 # helm's configuration, caches and registry logins stay in the work folder.
 export HELM_CACHE_HOME=$work/helm/cache HELM_CONFIG_HOME=$work/helm/config HELM_DATA_HOME=$work/helm/data
 
-# The registry: its own configuration, on a free port of 127.0.0.1, and
-# stopped (only this process) on exit.
-registry_pid=""
-stop_registry() {
-  [ -n "$registry_pid" ] || return 0
-  kill "$registry_pid" 2>/dev/null || true
-  wait "$registry_pid" 2>/dev/null || true
-  registry_pid=""
-}
+# The registry (lib.sh), stopped on exit.
 trap 'stop_registry; rm -rf "$work"' EXIT
-start_registry() {
-  local port try
-  mkdir -p "$work/registry"
-  for try in 1 2 3 4 5; do
-    port=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue # taken
-    cat > "$work/registry/config.yml" <<Y
-version: 0.1
-log: {level: error, accesslog: {disabled: true}}
-storage:
-  filesystem: {rootdirectory: $work/registry/data}
-  maintenance: {uploadpurging: {enabled: false}}
-http: {addr: "127.0.0.1:$port", secret: ferry-bench-helm}
-Y
-    "$registry_bin" serve "$work/registry/config.yml" > "$work/registry/log" 2>&1 &
-    registry_pid=$!
-    for ((i = 0; i < 200; i++)); do
-      kill -0 "$registry_pid" 2>/dev/null || break
-      if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v2/")" = 200 ]; then
-        registry=127.0.0.1:$port
-        return 0
-      fi
-      sleep 0.05
-    done
-    stop_registry
-  done
-  echo "bench/helm.sh: docker-registry did not start: $(cat "$work/registry/log")" >&2
-  exit 1
-}
 start_registry
 
 # The charts, packaged and pushed; the repository; the .tgz files of the

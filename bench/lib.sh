@@ -70,3 +70,56 @@ timed_rounds() {
   printf -v "$_va" '%s' "$(median < "$work/a.wall")"; printf -v "${_va}_cpu" '%s' "$(median < "$work/a.cpu")"
   printf -v "$_vb" '%s' "$(median < "$work/b.wall")"; printf -v "${_vb}_cpu" '%s' "$(median < "$work/b.cpu")"
 }
+
+# The chart registry of the benchmarks that render charts (helm.sh,
+# prdiff.sh): Debian's docker-registry ($registry_bin) on a free port of
+# 127.0.0.1 with its own configuration under $work/registry, stopped
+# (only this process) by stop_registry. start_registry sets registry to
+# its host:port; `start_registry tls` serves HTTPS with a certificate made
+# for it, which every Go program started afterwards trusts through
+# SSL_CERT_FILE.
+registry_pid=""
+stop_registry() {
+  [ -n "$registry_pid" ] || return 0
+  kill "$registry_pid" 2>/dev/null || true
+  wait "$registry_pid" 2>/dev/null || true
+  registry_pid=""
+}
+start_registry() {
+  local port try i scheme=http tls="" curl_ca=()
+  mkdir -p "$work/registry"
+  if [ "${1:-}" = tls ]; then
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+      -keyout "$work/registry/tls.key" -out "$work/registry/tls.crt" 2>/dev/null
+    export SSL_CERT_FILE=$work/registry/tls.crt
+    scheme=https tls="tls: {certificate: $work/registry/tls.crt, key: $work/registry/tls.key}" curl_ca=(--cacert "$SSL_CERT_FILE")
+  fi
+  for try in 1 2 3 4 5; do
+    port=$((20000 + RANDOM % 40000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue # taken
+    cat > "$work/registry/config.yml" <<Y
+version: 0.1
+log: {level: error, accesslog: {disabled: true}}
+storage:
+  filesystem: {rootdirectory: $work/registry/data}
+  maintenance: {uploadpurging: {enabled: false}}
+http:
+  addr: "127.0.0.1:$port"
+  secret: ferry-bench-$(basename "$0" .sh)
+  $tls
+Y
+    "$registry_bin" serve "$work/registry/config.yml" > "$work/registry/log" 2>&1 &
+    registry_pid=$!
+    for ((i = 0; i < 200; i++)); do
+      kill -0 "$registry_pid" 2>/dev/null || break
+      if [ "$(curl -s "${curl_ca[@]}" -o /dev/null -w '%{http_code}' "$scheme://127.0.0.1:$port/v2/")" = 200 ]; then
+        registry=127.0.0.1:$port
+        return 0
+      fi
+      sleep 0.05
+    done
+    stop_registry
+  done
+  echo "bench/$(basename "$0"): docker-registry did not start: $(cat "$work/registry/log")" >&2
+  exit 1
+}

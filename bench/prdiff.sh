@@ -63,58 +63,15 @@ fi
 export HELM_CACHE_HOME=$work/helm/cache HELM_CONFIG_HOME=$work/helm/config HELM_DATA_HOME=$work/helm/data
 export XDG_CACHE_HOME=$work/cache
 
-# The registry: HTTPS on a free port of 127.0.0.1 with a certificate made
-# for it, which every Go program here trusts through SSL_CERT_FILE; stopped
-# (only this process) on exit.
-registry_pid=""
-stop_registry() {
-  [ -n "$registry_pid" ] || return 0
-  kill "$registry_pid" 2>/dev/null || true
-  wait "$registry_pid" 2>/dev/null || true
-  registry_pid=""
-}
+# The registry (lib.sh): HTTPS with a certificate made for it, trusted
+# through SSL_CERT_FILE; stopped on exit.
 cleanup() {
   stop_registry
   [ -d "${repo:-}" ] && git -C "$repo" worktree prune 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
-start_registry() {
-  local port try i
-  mkdir -p "$work/registry"
-  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
-    -keyout "$work/registry/tls.key" -out "$work/registry/tls.crt" 2>/dev/null
-  export SSL_CERT_FILE=$work/registry/tls.crt
-  for try in 1 2 3 4 5; do
-    port=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue # taken
-    cat > "$work/registry/config.yml" <<Y
-version: 0.1
-log: {level: error, accesslog: {disabled: true}}
-storage:
-  filesystem: {rootdirectory: $work/registry/data}
-  maintenance: {uploadpurging: {enabled: false}}
-http:
-  addr: "127.0.0.1:$port"
-  secret: ferry-bench-prdiff
-  tls: {certificate: $work/registry/tls.crt, key: $work/registry/tls.key}
-Y
-    "$registry_bin" serve "$work/registry/config.yml" > "$work/registry/log" 2>&1 &
-    registry_pid=$!
-    for ((i = 0; i < 200; i++)); do
-      kill -0 "$registry_pid" 2>/dev/null || break
-      if [ "$(curl -s --cacert "$SSL_CERT_FILE" -o /dev/null -w '%{http_code}' "https://127.0.0.1:$port/v2/")" = 200 ]; then
-        registry=127.0.0.1:$port
-        return 0
-      fi
-      sleep 0.05
-    done
-    stop_registry
-  done
-  echo "bench/prdiff.sh: docker-registry did not start: $(cat "$work/registry/log")" >&2
-  exit 1
-}
-start_registry
+start_registry tls
 
 # The charts, packaged and pushed; the fleet and its branches.
 mkdir -p "$work/packages"

@@ -138,17 +138,7 @@ func (d *Dir) WriteFile(rel string, data []byte, perm fs.FileMode) error {
 		return err
 	}
 	tmp := filepath.Join(dir, "."+parts[len(parts)-1]+".ferry-"+hex.EncodeToString(b))
-	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm) // the umask may have taken bits away
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = d.create(tmp, data, perm)
 	if err == nil {
 		err = d.root.Rename(tmp, rel)
 	}
@@ -175,9 +165,18 @@ func (d *Dir) Create(rel string, data []byte, perm fs.FileMode) error {
 		}
 	}
 	rel = filepath.Join(parts...)
+	if err := d.create(rel, data, perm); err != nil {
+		return fmt.Errorf("writing %s: %w", d.path(rel), err)
+	}
+	return nil
+}
+
+// create writes data to the new file rel (which must not exist), mode
+// perm exactly; a file it could not write whole is removed.
+func (d *Dir) create(rel string, data []byte, perm fs.FileMode) error {
 	f, err := d.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", d.path(rel), err)
+		return err
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -188,9 +187,8 @@ func (d *Dir) Create(rel string, data []byte, perm fs.FileMode) error {
 	}
 	if err != nil {
 		_ = d.root.Remove(rel)
-		return fmt.Errorf("writing %s: %w", d.path(rel), err)
 	}
-	return nil
+	return err
 }
 
 // replaceable refuses a symlink or a folder at rel.

@@ -193,13 +193,29 @@ func open(ctx context.Context, opts Options) (*revisions, string, string, error)
 		return nil, "", "", err
 	}
 	bdir, hdir := filepath.Join(rv.dir, "base"), filepath.Join(rv.dir, "head")
-	if err := g.Export(ctx, bh, prefix, bdir); err != nil {
+	// Both trees are exported at once, the head through a handle of its
+	// own (a go-git Repository is not for concurrent use).
+	var herr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g2, err := gitrepo.Open(opts.Repo)
+		if err == nil {
+			err = g2.Export(ctx, hh, prefix, hdir)
+		}
+		if err != nil {
+			herr = fmt.Errorf("head revision: %w", err)
+		}
+	}()
+	berr := g.Export(ctx, bh, prefix, bdir)
+	<-done
+	if berr != nil {
 		rv.cleanup()
-		return nil, "", "", fmt.Errorf("base revision: %w", err)
+		return nil, "", "", fmt.Errorf("base revision: %w", berr)
 	}
-	if err := g.Export(ctx, hh, prefix, hdir); err != nil {
+	if herr != nil {
 		rv.cleanup()
-		return nil, "", "", fmt.Errorf("head revision: %w", err)
+		return nil, "", "", herr
 	}
 	return rv, bdir, hdir, nil
 }
@@ -413,15 +429,10 @@ func footprintVerdict(bf, hf *config.Footprint, changed []string) verdict {
 		}
 	}
 	if len(hit) > 0 {
-		sort.Strings(hit)
-		why := "changed: " + strings.Join(hit[:min(len(hit), 3)], ", ")
-		if len(hit) > 3 {
-			why += fmt.Sprintf(" and %d more", len(hit)-3)
-		}
-		return verdict{why: why, affected: true}
+		return verdict{why: listed("changed: ", hit), affected: true}
 	}
 	if !sameBuild(bf.Build, hf.Build) {
-		return verdict{why: "objects it reads changed (variables or patches from its cluster)", affected: true}
+		return verdict{why: "objects it reads changed (its variables)", affected: true}
 	}
 	var moved []string
 	for id, k := range hf.Releases {
@@ -435,14 +446,20 @@ func footprintVerdict(bf, hf *config.Footprint, changed []string) verdict {
 		}
 	}
 	if len(moved) > 0 {
-		sort.Strings(moved)
-		why := "chart source or values changed: " + strings.Join(moved[:min(len(moved), 3)], ", ")
-		if len(moved) > 3 {
-			why += fmt.Sprintf(" and %d more", len(moved)-3)
-		}
-		return verdict{why: why, affected: true}
+		return verdict{why: listed("chart source or values changed: ", moved), affected: true}
 	}
 	return verdict{}
+}
+
+// listed is what, then the first three of items, sorted, and how many
+// more there are.
+func listed(what string, items []string) string {
+	sort.Strings(items)
+	s := what + strings.Join(items[:min(len(items), 3)], ", ")
+	if len(items) > 3 {
+		s += fmt.Sprintf(" and %d more", len(items)-3)
+	}
+	return s
 }
 
 // renderedAlike checks confirm's finding that a change does not affect
