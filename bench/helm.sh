@@ -10,8 +10,10 @@
 # Warm, the headline: charts already cached on both sides. ferry renders
 # with a --cache-dir filled by one earlier run (it still asks the
 # registry for each chart's manifest, as it does for every tag it
-# resolves); helm templates the .tgz files `helm pull` fetched once, with
-# no network at all. Cold: ferry with an empty --cache-dir (each chart
+# resolves, and it keeps renders there too: a release rendered before
+# with the same chart digest and values is read back, not templated);
+# helm templates the .tgz files `helm pull` fetched once, with no network
+# at all. Cold is the comparison of templating: nothing kept. Cold: ferry with an empty --cache-dir (each chart
 # fetched once per run), against helm templating straight from oci://
 # with an empty --content-cache at the start of each round (helm v4.3.2
 # still pulls the chart for every release: its content cache does not
