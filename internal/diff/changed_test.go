@@ -290,3 +290,49 @@ func sorted(s []string) []string {
 	slices.Sort(s)
 	return slices.Compact(s)
 }
+
+// TestChangedOnlyArtifacts: a file an ArtifactGenerator copies reaches
+// the targets that render its artifact, per cluster, and the
+// changed-only diff is the full one.
+func TestChangedOnlyArtifacts(t *testing.T) {
+	for _, c := range []struct {
+		name, file string
+		want       []string
+	}{
+		{"a file both clusters' generators copy", "deploy/base/deployment.yaml", []string{"production/apps", "staging/apps"}},
+		{"a file one cluster's generator copies", "deploy/staging/kustomization.yaml", []string{"staging/apps"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "fleet")
+			testtree.Copy(t, filepath.Join("..", "config", "testdata", "fleets", "clusterartifacts"), dir)
+			p := gittest.Init(t, dir)
+			base := p.Commit(t, "base")
+			p.Write(t, c.file, p.Read(t, c.file)+"# changed\n")
+			if c.file == "deploy/base/deployment.yaml" {
+				p.Replace(t, c.file, "replicas: ", "replicas: 1")
+			} else {
+				p.Write(t, c.file, p.Read(t, c.file)+"commonLabels: {changed: \"yes\"}\n")
+			}
+			head := p.Commit(t, "change")
+			var reports [2]string
+			var names []string
+			for i, all := range []bool{false, true} {
+				r, err := diff.Revisions(t.Context(), diff.Options{Repo: dir, Base: base, Head: head, AllTargets: all, Render: render.Options{NoDecrypt: true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := json.MarshalIndent(r, "", "  ")
+				reports[i] = string(b)
+				if !all {
+					names = r.TargetNames()
+				}
+			}
+			if !slices.Equal(sorted(names), c.want) {
+				t.Errorf("affected %v, want %v", names, c.want)
+			}
+			if reports[0] != reports[1] {
+				t.Errorf("changed-only JSON differs from the full diff's:\n%s\n---- full:\n%s", reports[0], reports[1])
+			}
+		})
+	}
+}
