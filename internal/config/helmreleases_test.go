@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 	"github.com/ferry-ci/ferry/internal/images/registrytest"
 	"github.com/ferry-ci/ferry/internal/manifest"
@@ -400,6 +401,62 @@ func checkReleaseObjects(t *testing.T, res *render.Result) {
 			if !have[id] {
 				t.Errorf("%s lists %s, which the render does not hold", r.ID, id)
 			}
+		}
+	}
+}
+
+// TestRenderCacheKeepsNoSecretValues: a release whose values come from a
+// Secret is rendered, but its render is not written to the cache folder;
+// one of plain values is, and a later run reads it.
+func TestRenderCacheKeepsNoSecretValues(t *testing.T) {
+	t.Parallel()
+	charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
+	charts.Add(t, testtree.New(t, helmtest.WebChart("")), "1.0.0")
+	cache := t.TempDir()
+	dir := testtree.New(t, helmFleet(charts.URL, map[string]string{
+		"web.yaml": helmRelease("web", fmt.Sprintf(fromCharts, "1.0.0")+"  values: {greeting: plain-greeting}\n"),
+		"vault.yaml": helmRelease("vault", fmt.Sprintf(fromCharts, "1.0.0")+"  valuesFrom: [{kind: Secret, name: vault-values}]\n") +
+			"---\napiVersion: v1\nkind: Secret\nmetadata: {name: vault-values, namespace: shop}\nstringData:\n  values.yaml: |\n    greeting: s3cr3t-greeting\n",
+	}))
+	kept := func() []string {
+		var out []string
+		_ = filepath.WalkDir(filepath.Join(cache, "renders"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				out = append(out, p)
+			}
+			return nil
+		})
+		return out
+	}
+	for run := range 2 {
+		repo, err := config.Load(t.Context(), dir, render.Options{HelmCacheDir: cache, HelmRenders: helm.NewRenderCache(cache, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := repo.Render(t.Context(), mustTarget(t, repo, "apps"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var greetings []string
+		for _, o := range res.Set.Objects {
+			if g, ok, _ := unstructured.NestedString(o.Object, "data", "greeting"); ok {
+				greetings = append(greetings, g)
+			}
+		}
+		slices.Sort(greetings)
+		if !slices.Equal(greetings, []string{"plain-greeting", "s3cr3t-greeting"}) {
+			t.Errorf("run %d: greetings rendered %v", run, greetings)
+		}
+		files := kept()
+		if len(files) != 1 {
+			t.Fatalf("run %d: %d renders kept, want 1 (the release of plain values)", run, len(files))
+		}
+		b, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "s3cr3t") || !strings.Contains(string(b), "plain-greeting") {
+			t.Errorf("run %d: the kept render holds the Secret's value, or not the plain release", run)
 		}
 	}
 }
