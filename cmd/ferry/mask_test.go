@@ -108,6 +108,9 @@ spec:
 `)
 	base := r.Commit(t, "base")
 	r.Write(t, "app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: apps}\ndata: {k: head}\n")
+	// The change touches web too: a target it does not touch is not
+	// rendered, and web must fail with the registry's answer.
+	r.Replace(t, "web/release.yaml", "spec:\n  interval: 10m\n  chart:", "spec:\n  interval: 11m\n  chart:")
 	head := r.Commit(t, "head")
 
 	for _, format := range []string{"json", "markdown", "text"} {
