@@ -19,9 +19,16 @@ type alikeTarget struct {
 	// reach: the change may reach it by its files, or it reads objects
 	// of its cluster (render.Watch.Touches of config.Repo.Inputs).
 	reach bool
-	// candidate: it is confirmed (see decide).
-	candidate bool
-	v         verdict
+	// candidate: it is confirmed (see decide); confirmed: v is known.
+	candidate, confirmed bool
+	v                    verdict
+}
+
+// otherTarget is a target affected for its definition (new, removed,
+// defined otherwise, another ref): its builds are not compared, but the
+// objects they hold may be read by others.
+type otherTarget struct {
+	bt, ht *config.Target
 }
 
 // decide finds which of the targets defined alike at both revisions a
@@ -51,7 +58,7 @@ type alikeTarget struct {
 // unaffected is rendered in full at both revisions to check it
 // (renderedAlike). The candidates are the same either way, so are the
 // broken targets listed.
-func (p *Plan) decide(ctx context.Context, alike []*alikeTarget, changed []string, all bool) {
+func (p *Plan) decide(ctx context.Context, alike []*alikeTarget, others []otherTarget, changed []string, all bool) {
 	for _, at := range alike {
 		at.reach = p.head.Inputs(at.ht).Touches(changed) || p.base.Inputs(at.bt).Touches(changed)
 	}
@@ -60,7 +67,7 @@ func (p *Plan) decide(ctx context.Context, alike []*alikeTarget, changed []strin
 			at.candidate = at.reach
 		}
 	} else {
-		p.candidates(ctx, alike, changed)
+		p.candidates(ctx, alike, others, changed)
 	}
 	for _, at := range alike {
 		switch {
@@ -69,7 +76,7 @@ func (p *Plan) decide(ctx context.Context, alike []*alikeTarget, changed []strin
 			if !at.v.affected {
 				at.v = p.renderedAlike(ctx, at.bt, at.ht, at.v)
 			}
-		case at.candidate && at.v == (verdict{}):
+		case at.candidate && !at.confirmed:
 			at.v = p.confirm(ctx, at.bt, at.ht, changed)
 		}
 		if !at.candidate {
@@ -79,8 +86,9 @@ func (p *Plan) decide(ctx context.Context, alike []*alikeTarget, changed []strin
 }
 
 // candidates marks the candidates of decide's fixed point, confirming
-// each as it is found.
-func (p *Plan) candidates(ctx context.Context, alike []*alikeTarget, changed []string) {
+// each as it is found. The objects of the other affected targets' builds
+// (a new target's, a removed one's) count as changed.
+func (p *Plan) candidates(ctx context.Context, alike []*alikeTarget, others []otherTarget, changed []string) {
 	moved := map[string]map[string]bool{} // by cluster: Kind/namespace/name of the objects that changed
 	mark := func(cluster string, base, head []*unstructured.Unstructured) {
 		if moved[cluster] == nil {
@@ -105,12 +113,30 @@ func (p *Plan) candidates(ctx context.Context, alike []*alikeTarget, changed []s
 			at.candidate = p.head.OwnInputs(at.ht).Touches(changed) || p.base.OwnInputs(at.bt).Touches(changed)
 		}
 	}
+	for _, o := range others {
+		var bo, ho []*unstructured.Unstructured
+		cluster := ""
+		if o.bt != nil {
+			cluster = o.bt.Cluster
+			if res, err := p.base.Build(ctx, o.bt); err == nil {
+				bo = res.Set.Objects
+			}
+		}
+		if o.ht != nil {
+			cluster = o.ht.Cluster
+			if res, err := p.head.Build(ctx, o.ht); err == nil {
+				ho = res.Set.Objects
+			}
+		}
+		mark(cluster, bo, ho)
+	}
 	for added := true; added; {
 		added = false
 		for _, at := range alike {
-			if at.candidate && at.v == (verdict{}) {
+			if at.candidate && !at.confirmed {
 				var bb, hb []*unstructured.Unstructured
 				at.v, bb, hb = p.confirmBuilds(ctx, at.bt, at.ht, changed)
+				at.confirmed = true
 				mark(at.ht.Cluster, bb, hb)
 			}
 		}

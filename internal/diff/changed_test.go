@@ -222,6 +222,12 @@ func TestChangedOnlyEqualsTheFullDiff(t *testing.T) {
 		{"a variable another target holds", func(t *testing.T, p *gittest.Repo) {
 			p.Replace(t, "apps/settings/app/app-settings.yaml", "TEAM: core", "TEAM: platform")
 		}, []string{"settings", "plain"}, true},
+		{"a target that held a variable another reads goes away", func(t *testing.T, p *gittest.Repo) {
+			p.Replace(t, "apps/kustomization.yaml", ", settings/ks.yaml]", "]")
+			for _, f := range []string{"apps/settings/ks.yaml", "apps/settings/app/kustomization.yaml", "apps/settings/app/app-settings.yaml"} {
+				p.Remove(t, f)
+			}
+		}, []string{"apps", "plain", "settings"}, true},
 		{"a variable no target uses", func(t *testing.T, p *gittest.Repo) {
 			p.Replace(t, "clusters/prod/settings.yaml", "REGION: eu-1", "REGION: eu-2")
 		}, nil, true},
@@ -311,7 +317,7 @@ func TestChangedOnlyArtifacts(t *testing.T) {
 			if c.file == "deploy/base/deployment.yaml" {
 				p.Replace(t, c.file, "replicas: ", "replicas: 1")
 			} else {
-				p.Write(t, c.file, p.Read(t, c.file)+"commonLabels: {changed: \"yes\"}\n")
+				p.Write(t, c.file, p.Read(t, c.file)+"labels: [{pairs: {changed: \"yes\"}}]\n")
 			}
 			head := p.Commit(t, "change")
 			var reports [2]string

@@ -332,7 +332,18 @@ func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
 		}
 		p.Affected = append(p.Affected, a)
 	}
-	p.decide(ctx, alike, rv.changed, opts.AllTargets)
+	var others []otherTarget
+	for _, a := range p.Affected {
+		if a.Why != "" { // new, defined otherwise, another ref
+			others = append(others, otherTarget{bt: a.base, ht: a.head})
+		}
+	}
+	for _, bt := range p.base.Targets {
+		if !seen[bt.Name] && consider(bt.Name) {
+			others = append(others, otherTarget{bt: bt})
+		}
+	}
+	p.decide(ctx, alike, others, rv.changed, opts.AllTargets)
 	byName := map[string]*alikeTarget{}
 	for _, at := range alike {
 		byName[at.ht.Name] = at
