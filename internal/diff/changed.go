@@ -194,7 +194,7 @@ func (p *Plan) readsMoved(ctx context.Context, t *config.Target, moved map[strin
 		m, _ := f.(map[string]any)
 		kind, _ := m["kind"].(string)
 		name, _ := m["name"].(string)
-		if moved[kind+"/"+t.Namespace+"/"+name] {
+		if moved[kind+"/"+t.Kustomization.GetNamespace()+"/"+name] {
 			return true
 		}
 	}
