@@ -119,17 +119,10 @@ func (d *Dir) Sub(rel string, perm fs.FileMode) (*Dir, error) {
 // folder, renamed over it. An existing symlink or folder at rel is
 // refused.
 func (d *Dir) WriteFile(rel string, data []byte, perm fs.FileMode) error {
-	parts, err := d.parts(rel)
+	rel, err := d.entry(rel)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(parts[:len(parts)-1]...)
-	if dir != "" {
-		if err := d.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	rel = filepath.Join(parts...)
 	if err := d.replaceable(rel); err != nil {
 		return err
 	}
@@ -137,7 +130,7 @@ func (d *Dir) WriteFile(rel string, data []byte, perm fs.FileMode) error {
 	if _, err := rand.Read(b); err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "."+parts[len(parts)-1]+".ferry-"+hex.EncodeToString(b))
+	tmp := filepath.Join(filepath.Dir(rel), "."+filepath.Base(rel)+".ferry-"+hex.EncodeToString(b))
 	err = d.create(tmp, data, perm)
 	if err == nil {
 		err = d.root.Rename(tmp, rel)
@@ -155,16 +148,10 @@ func (d *Dir) WriteFile(rel string, data []byte, perm fs.FileMode) error {
 // filling a folder that starts empty (an export of a Git tree): nothing
 // is replaced, so no temporary file is needed.
 func (d *Dir) Create(rel string, data []byte, perm fs.FileMode) error {
-	parts, err := d.parts(rel)
+	rel, err := d.entry(rel)
 	if err != nil {
 		return err
 	}
-	if dir := filepath.Join(parts[:len(parts)-1]...); dir != "" {
-		if err := d.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	rel = filepath.Join(parts...)
 	if err := d.create(rel, data, perm); err != nil {
 		return fmt.Errorf("writing %s: %w", d.path(rel), err)
 	}
@@ -191,6 +178,21 @@ func (d *Dir) create(rel string, data []byte, perm fs.FileMode) error {
 	return err
 }
 
+// entry checks rel as parts does, creates the folders above it as
+// MkdirAll does, and returns it cleaned, for a new entry to be made.
+func (d *Dir) entry(rel string) (string, error) {
+	parts, err := d.parts(rel)
+	if err != nil {
+		return "", err
+	}
+	if dir := filepath.Join(parts[:len(parts)-1]...); dir != "" {
+		if err := d.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(parts...), nil
+}
+
 // replaceable refuses a symlink or a folder at rel.
 func (d *Dir) replaceable(rel string) error {
 	fi, err := d.root.Lstat(rel)
@@ -211,16 +213,10 @@ func (d *Dir) replaceable(rel string) error {
 // above it as MkdirAll does. target is not followed or checked; nothing
 // in this package writes through the link. An existing rel is refused.
 func (d *Dir) Symlink(target, rel string) error {
-	parts, err := d.parts(rel)
+	rel, err := d.entry(rel)
 	if err != nil {
 		return err
 	}
-	if dir := filepath.Join(parts[:len(parts)-1]...); dir != "" {
-		if err := d.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	rel = filepath.Join(parts...)
 	if err := d.root.Symlink(target, rel); err != nil {
 		return fmt.Errorf("linking %s: %w", d.path(rel), err)
 	}
