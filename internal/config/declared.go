@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-
-	"github.com/ferry-ci/ferry/internal/render"
 )
 
 // declared is what the files a target's kustomization reads may declare,
@@ -52,7 +50,7 @@ func (r *Repo) declares(t *Target) *declared {
 		d.all = true
 		return d
 	}
-	w := render.Inputs(r.spec(t))
+	w := r.watch(t)
 	if w.Unknown {
 		d.all = true
 		return d

@@ -107,7 +107,7 @@ func (r *Repo) RendersReleases(t *Target) bool {
 	if t.HelmReleases == HelmController || t.Revision != nil {
 		return false
 	}
-	w := render.Inputs(r.spec(t))
+	w := r.watch(t)
 	return w.Unknown || holdsReleases(t.Root, w)
 }
 
@@ -121,7 +121,7 @@ func (r *Repo) buildKey(ctx context.Context, t *Target) string {
 	if r.opts.Builds == nil || t.Err != nil || t.Artifact != nil || t.Revision != nil || r.declares(t).may("ResourceSet") {
 		return ""
 	}
-	w := render.Inputs(r.spec(t))
+	w := r.watch(t)
 	if w.Unknown {
 		return ""
 	}
@@ -175,7 +175,7 @@ func (r *Repo) buildKey(ctx context.Context, t *Target) string {
 		m, _ := f.(map[string]any)
 		kind, _ := m["kind"].(string)
 		name, _ := m["name"].(string)
-		o, err := r.lookup(ctx, t, kind, t.Namespace, name)
+		o, err := r.lookup(ctx, t, kind, t.Kustomization.GetNamespace(), name)
 		if err != nil {
 			return ""
 		}

@@ -139,6 +139,7 @@ type Repo struct {
 	rootAPIs  map[string][]string                                 // by cluster: API versions of the CRDs its root renders
 	rootAll   map[string][]*unstructured.Unstructured             // by cluster: every object its root renders
 	declared  map[*Target]*declared                               // what each target's files may declare (declares)
+	watches   map[*Target]render.Watch                            // render.Inputs of each target's spec (watch)
 	results   map[*Target]*render.Result                          // builds, HelmReleases not expanded
 	errs      map[*Target]error
 	busy      map[*Target]bool
@@ -214,6 +215,7 @@ func load(ctx context.Context, root string, opts render.Options, trusted *Repo) 
 		rootAPIs:  map[string][]string{},
 		rootAll:   map[string][]*unstructured.Unstructured{},
 		declared:  map[*Target]*declared{},
+		watches:   map[*Target]render.Watch{},
 		rootFiles: map[string]map[string]bool{},
 		results:   map[*Target]*render.Result{},
 		errs:      map[*Target]error{},
@@ -757,11 +759,22 @@ func (r *Repo) Inputs(t *Target) render.Watch {
 		return render.Watch{Unknown: true}
 	}
 	if t.Revision == nil && t.HelmReleases != HelmController {
-		if w := render.Inputs(r.spec(t)); !w.Unknown && holdsReleases(t.Root, w) {
+		if w := r.watch(t); !w.Unknown && holdsReleases(t.Root, w) {
 			return render.Watch{Unknown: true}
 		}
 	}
 	return r.OwnInputs(t)
+}
+
+// watch is render.Inputs of t's spec, walked once per target: the
+// copy returned is the caller's to change.
+func (r *Repo) watch(t *Target) render.Watch {
+	w, ok := r.watches[t]
+	if !ok {
+		w = render.Inputs(r.spec(t))
+		r.watches[t] = w
+	}
+	return render.Watch{Files: slices.Clone(w.Files), Dirs: slices.Clone(w.Dirs), Unknown: w.Unknown}
 }
 
 // OwnInputs is what the target's kustomization files may read, found
@@ -773,7 +786,7 @@ func (r *Repo) OwnInputs(t *Target) render.Watch {
 		// read (which ref and commit it is, is part of the target).
 		return render.Watch{}
 	}
-	w := render.Inputs(r.spec(t))
+	w := r.watch(t)
 	w.Files = r.repoFiles(t.Root, w.Files)
 	if rel, ok := r.within(t.Root); ok && rel != "." {
 		for i, d := range w.Dirs {
