@@ -39,9 +39,10 @@ type otherTarget struct {
 //     that renders an artifact or another ref of the repository is one
 //     when the change may reach it at all (config.Repo.Inputs).
 //   - Each candidate is confirmed from its footprints (confirm); the
-//     objects its builds hold differently at the two revisions, and
-//     those its cluster's root renders differently, are the objects of
-//     the cluster that changed.
+//     objects its builds hold differently at the two revisions, those
+//     its cluster's root renders differently, and those of the targets
+//     affected for their definition (new, removed, defined otherwise)
+//     are the objects of the cluster that changed.
 //   - A target that reads one of those objects becomes a candidate: a
 //     variable source (postBuild.substituteFrom), a ConfigMap or Secret
 //     a HelmRelease of its build takes values from; every target with
@@ -54,10 +55,10 @@ type otherTarget struct {
 // A changed file that no target's own files and no cluster root's
 // render name (a chart folder, a values file, a file only an
 // ArtifactGenerator copies) makes every target the change may reach a
-// candidate, as does all: then every target is confirmed, and each found
-// unaffected is rendered in full at both revisions to check it
-// (renderedAlike). The candidates are the same either way, so are the
-// broken targets listed.
+// candidate. With all (Options.AllTargets) every target is confirmed as
+// well, and each found unaffected is rendered in full at both revisions
+// to check it (renderedAlike); the candidates are found as without it,
+// so the broken targets listed are the same.
 func (p *Plan) decide(ctx context.Context, alike []*alikeTarget, others []otherTarget, changed []string, all bool) {
 	for _, at := range alike {
 		at.reach = p.head.Inputs(at.ht).Touches(changed) || p.base.Inputs(at.bt).Touches(changed)
