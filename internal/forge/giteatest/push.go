@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -37,7 +38,30 @@ func (g *Gitea) PushDir(t testing.TB, owner, repo, dir, branch string) string {
 	}
 	hash := r.Commit(t, "ferry test: "+filepath.Base(dir))
 	r.PushHead(t, "origin", branch, gittest.Auth{User: AdminUser, Password: g.AdminToken})
+	g.waitPushed(t, owner, repo, branch, hash)
 	return hash
+}
+
+// waitPushed waits until Gitea's API shows branch at hash and the
+// repository no longer empty. Gitea handles a push's effects on the
+// database (the empty flag, the branch table) in a queue after the push
+// returns, so an API call made at once (creating a release, a pull
+// request) can still find the repository empty.
+func (g *Gitea) waitPushed(t testing.TB, owner, repo, branch, hash string) {
+	t.Helper()
+	c := g.Client(t, g.AdminToken)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, _, rerr := c.GetRepo(owner, repo)
+		b, _, berr := c.GetRepoBranch(owner, repo, branch)
+		if rerr == nil && berr == nil && !r.Empty && b.Commit != nil && b.Commit.ID == hash {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("giteatest: %s/%s %s is not at %s 30s after the push (repository: %v, branch: %v)", owner, repo, branch, hash, rerr, berr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // startBranch points HEAD of r at branch, which starts at the tip of
