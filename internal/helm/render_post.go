@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"helm.sh/helm/v4/pkg/postrenderer"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/ferry-ci/ferry/internal/budget"
+	"github.com/ferry-ci/ferry/internal/kschema"
 )
 
 // postRenderer runs a release's kustomize post-renderers in order over
@@ -26,10 +26,6 @@ type postRenderer struct {
 }
 
 var _ postrenderer.PostRenderer = (*postRenderer)(nil)
-
-// kustomizeMu serialises krusty builds: kustomize keeps global state
-// (its OpenAPI schema) and is not safe for concurrent builds.
-var kustomizeMu sync.Mutex
 
 func (p *postRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 	out := in
@@ -88,8 +84,9 @@ func (k Kustomize) build(manifests []byte, patchCopy int64) (out []byte, err err
 		return nil, err
 	}
 
-	kustomizeMu.Lock()
-	defer kustomizeMu.Unlock()
+	// The kustomization is made here and sets no openapi: it shares
+	// kustomize's schema with other builds.
+	defer kschema.Share()()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("kustomize build panicked: %v", r)

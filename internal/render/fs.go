@@ -40,7 +40,8 @@ type repoFS struct {
 	read      map[string]struct{}
 	encrypted map[string]struct{}
 	errs      []error
-	schema    bool // a kustomization set the openapi: field
+	shared    bool // the build shares kustomize's schema (kustomizeBuild)
+	ownSchema bool // a shared build read a kustomization that sets openapi:
 }
 
 func (f *repoFS) rel(path string) string {
@@ -129,8 +130,9 @@ func (f *repoFS) ReadFile(path string) ([]byte, error) {
 // kustomization file that fails to load as missing and would otherwise
 // hide the reason.
 //
-// It also notes a kustomization that changes kustomize's global OpenAPI
-// schema, so the next build resets it.
+// In a build that shares kustomize's schema, it stops at a kustomization
+// that would set it (the openapi: field) before kustomize reads it: the
+// build runs again holding the schema alone (kustomizeBuild).
 func (f *repoFS) checkRemote(path string, data []byte) error {
 	docs, err := yamlDocs(data)
 	if err != nil || len(docs) == 0 {
@@ -138,8 +140,12 @@ func (f *repoFS) checkRemote(path string, data []byte) error {
 	}
 	if hasKey(docs[0], "openapi") {
 		f.mu.Lock()
-		f.schema = true
+		stop := f.shared
+		f.ownSchema = f.ownSchema || stop
 		f.mu.Unlock()
+		if stop {
+			return fmt.Errorf("%s sets openapi: the build needs kustomize's schema alone", f.rel(path))
+		}
 	}
 	if f.remote {
 		return nil
@@ -251,10 +257,29 @@ func (f *repoFS) findMalformed() error {
 	return nil
 }
 
-func (f *repoFS) customSchema() bool {
+func (f *repoFS) setShared(shared bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.schema
+	f.shared = shared
+}
+
+// wantsOwnSchema reports whether a shared build stopped at a
+// kustomization that sets openapi:.
+func (f *repoFS) wantsOwnSchema() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ownSchema
+}
+
+// restart forgets what a stopped build read and recorded, for the build
+// that runs again holding the schema alone.
+func (f *repoFS) restart() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.shared, f.ownSchema = false, false
+	f.read = map[string]struct{}{}
+	f.encrypted = map[string]struct{}{}
+	f.errs = nil
 }
 
 func (f *repoFS) failures() error {

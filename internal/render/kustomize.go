@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -16,17 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-ci/ferry/internal/budget"
-)
-
-// kustomize keeps global state (the OpenAPI schema) and is not safe for
-// concurrent builds, so builds take turns.
-var (
-	buildMu sync.Mutex
-	// schemaDirty is set after a build whose kustomizations changed the
-	// global OpenAPI schema (the openapi: field), so the next build starts
-	// from the built-in schema again. Builds that leave it alone keep the
-	// parsed schema: parsing it anew costs more than the build itself.
-	schemaDirty bool
+	"github.com/ferry-ci/ferry/internal/kschema"
 )
 
 // kustomizeBuild runs krusty on dir with plugins off and files loadable
@@ -36,19 +25,31 @@ var (
 // order (Namespaces and CRDs first). top is the kustomization file's
 // content. A kustomize panic comes back as an error. JSON patches may copy
 // at most patchCopy bytes into one object (budget.WithPatchCopyLimit).
-func kustomizeBuild(fs *repoFS, dir string, top []byte, patchCopy int64) (out []*resource.Resource, err error) {
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if schemaDirty {
-		openapi.ResetOpenAPI()
-		schemaDirty = false
-	}
-	defer func() {
-		if fs.customSchema() {
-			schemaDirty = true
+//
+// Builds run at once, sharing kustomize's OpenAPI schema (kschema). A
+// kustomization that sets its own (the openapi: field) needs the schema
+// alone: the top one is seen before the build; a nested one stops the
+// shared build when it is read (repoFS.ownSchema), and the build runs
+// again holding the schema alone.
+func kustomizeBuild(fs *repoFS, dir string, top []byte, patchCopy int64) ([]*resource.Resource, error) {
+	if !setsOpenAPI(top) {
+		done := kschema.Share()
+		fs.setShared(true)
+		out, err := krustyBuild(fs, dir, top, patchCopy)
+		done()
+		if !fs.wantsOwnSchema() {
+			return out, err
 		}
+		fs.restart()
+	}
+	defer kschema.Own()()
+	return krustyBuild(fs, dir, top, patchCopy)
+}
+
+// krustyBuild is kustomizeBuild's build, with the schema held.
+func krustyBuild(fs *repoFS, dir string, top []byte, patchCopy int64) (out []*resource.Resource, err error) {
+	defer func() {
 		if r := recover(); r != nil {
-			schemaDirty = true
 			err = fmt.Errorf("kustomize build panicked: %v", r)
 		}
 	}()
@@ -80,6 +81,18 @@ func kustomizeBuild(fs *repoFS, dir string, top []byte, patchCopy int64) (out []
 		legacySort(out)
 	}
 	return out, nil
+}
+
+// setsOpenAPI reports whether a kustomization sets the openapi: field
+// (an unreadable one counts: kustomize says what is wrong).
+func setsOpenAPI(kustomization []byte) bool {
+	var k struct {
+		OpenAPI any `json:"openapi"`
+	}
+	if err := yaml.Unmarshal(kustomization, &k); err != nil {
+		return true
+	}
+	return k.OpenAPI != nil
 }
 
 // setsSortOptions reports whether a kustomization sets sortOptions (an
@@ -171,14 +184,8 @@ func orDefault(s, def string) string {
 // NamespaceScoped reports whether objects of apiVersion and kind belong
 // in a namespace, as kustomize decides when it sets one (its built-in
 // Kubernetes schema); known is false for a kind the schema does not
-// know (a custom resource). It takes the builds' lock: the schema is
-// kustomize's global state.
+// know (a custom resource). It shares the builds' schema (kschema).
 func NamespaceScoped(apiVersion, kind string) (namespaced, known bool) {
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if schemaDirty {
-		openapi.ResetOpenAPI()
-		schemaDirty = false
-	}
+	defer kschema.Share()()
 	return openapi.IsNamespaceScoped(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind})
 }

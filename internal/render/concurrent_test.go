@@ -1,0 +1,112 @@
+package render_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ferry-ci/ferry/internal/budget"
+	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/testtree"
+)
+
+// TestConcurrentBuilds runs builds at once that share kustomize's schema
+// (strategic merge patches of built-in kinds, JSON patches under the copy
+// bound) with builds that set their own schema, at the top and in a
+// nested kustomization, and builds under another copy bound: each gives
+// what it gives alone. Run with -race, it also shows the builds read
+// kustomize's global state without a race.
+func TestConcurrentBuilds(t *testing.T) {
+	schema := `{"definitions": {"v1alpha1.MyKind": {"properties": {"spec": {"properties": {"items": {"type": "array", "x-kubernetes-patch-merge-key": "name", "x-kubernetes-patch-strategy": "merge", "items": {"type": "object"}}}}}, "x-kubernetes-group-version-kind": [{"group": "example.com", "kind": "MyKind", "version": "v1alpha1"}]}}}`
+	cr := "apiVersion: example.com/v1alpha1\nkind: MyKind\nmetadata:\n  name: x\nspec:\n  items:\n    - {name: a, v: 1}\n    - {name: b, v: 1}\n"
+	crPatch := "apiVersion: example.com/v1alpha1\nkind: MyKind\nmetadata:\n  name: x\nspec:\n  items:\n    - {name: b, v: 2}\n"
+	smp := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n        - name: web\n          image: web:2\n"
+	root := testtree.New(t, map[string]string{
+		"with/kustomization.yaml":    "resources: [cr.yaml]\nopenapi:\n  path: schema.json\npatches:\n  - path: patch.yaml\n",
+		"with/schema.json":           schema,
+		"with/cr.yaml":               cr,
+		"with/patch.yaml":            crPatch,
+		"nested/kustomization.yaml":  "resources: [../with]\n",
+		"without/kustomization.yaml": "resources: [cr.yaml]\npatches:\n  - path: patch.yaml\n",
+		"without/cr.yaml":            cr,
+		"without/patch.yaml":         crPatch,
+		"web/kustomization.yaml": "resources: [deployment.yaml]\npatches:\n  - path: patch.yaml\n" +
+			"  - target: {kind: Deployment}\n    patch: |\n      - {op: copy, from: /spec/template, path: /metadata/annotations/copied}\n",
+		"web/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  annotations: {}\nspec:\n" +
+			"  template:\n    spec:\n      containers:\n        - name: web\n          image: web:1\n        - name: side\n          image: side:1\n",
+		"web/patch.yaml": smp,
+	})
+	type job struct {
+		path  string
+		limit int64
+	}
+	// Under a bound of 16 bytes, web's copy operation fails.
+	jobs := []job{{"with", 0}, {"nested", 0}, {"without", 0}, {"web", 0}, {"web", 16}, {"without", 16}}
+	do := func(j job) (string, error) {
+		opts := render.Options{}
+		if j.limit != 0 {
+			l := budget.Defaults()
+			l.PatchCopySize = j.limit
+			opts.Limits = &l
+		}
+		res, err := render.Build(context.Background(), render.Spec{Name: j.path, Root: root, Kustomization: kustomization(t, "path: ./"+j.path)}, opts)
+		if err != nil {
+			return "error: " + err.Error(), nil
+		}
+		b, err := json.Marshal(struct {
+			Objects any
+			Files   []string
+		}{res.Set.Objects, res.Files})
+		return string(b), err
+	}
+	want := map[job]string{}
+	for _, j := range jobs {
+		out, err := do(j)
+		if err != nil {
+			t.Fatalf("%s alone: %v", j.path, err)
+		}
+		want[j] = out
+	}
+	// What alone gives is right: merged by the schema where one is set
+	// (two items), replaced where none is (one), the Deployment patched.
+	for path, items := range map[string]string{"with": `"v":2},{"name":"a"`, "nested": `"v":2},{"name":"a"`, "without": `"items":[{"name":"b","v":2}]`, "web": `"image":"web:2"`} {
+		if s := want[job{path, 0}]; !contains(s, items) {
+			t.Errorf("%s alone: %s, want it to hold %s", path, s, items)
+		}
+	}
+	if s := want[job{"web", 16}]; !contains(s, "error: ") || !contains(s, "patchCopySize") {
+		t.Errorf("web under a 16-byte copy bound alone: %s, want the bound's error", s)
+	}
+	if !contains(want[job{"nested", 0}], "with/schema.json") {
+		t.Errorf("nested: the files read leave out with/schema.json: %s", want[job{"nested", 0}])
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 8*len(jobs))
+	for range 8 {
+		for _, j := range jobs {
+			wg.Go(func() {
+				out, err := do(j)
+				switch {
+				case err != nil:
+					errs <- fmt.Errorf("%s: %v", j.path, err)
+				case out != want[j]:
+					errs <- fmt.Errorf("%s (copy bound %d) at once with others differs from alone:\n%s", j.path, j.limit, cmp.Diff(want[j], out))
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
