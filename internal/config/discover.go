@@ -273,7 +273,12 @@ func (r *Repo) forgetDiscoveryRenders() {
 			delete(r.results, t)
 			continue
 		}
-		res.Name = t.Name
+		if res.Name != t.Name {
+			// A copy: the result may be shared (render.Builds).
+			named := *res
+			named.Name = t.Name
+			r.results[t] = &named
+		}
 	}
 }
 

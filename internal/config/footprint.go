@@ -42,6 +42,8 @@ type Footprint struct {
 // render of its chart. A build that fails, or a release whose values or
 // source cannot be resolved, is an error, as its render would be.
 func (r *Repo) Footprint(ctx context.Context, t *Target) (*Footprint, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	build, err := r.build(ctx, t)
 	if err != nil {
 		return nil, err
@@ -85,6 +87,8 @@ func (r *Repo) Footprint(ctx context.Context, t *Target) (*Footprint, error) {
 // Build is t's build, HelmReleases not expanded (rendered once, as for
 // Render).
 func (r *Repo) Build(ctx context.Context, t *Target) (*render.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.build(ctx, t)
 }
 

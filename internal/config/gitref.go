@@ -215,7 +215,10 @@ func (r *Repo) selfURLs() map[string]bool {
 	}
 	r.urls = map[string]bool{}
 	if r.trusted != nil {
-		for u := range r.trusted.selfURLs() {
+		done := r.trustedTurn()
+		trusted := r.trusted.selfURLs()
+		done()
+		for u := range trusted {
 			r.urls[u] = true
 		}
 	} else {

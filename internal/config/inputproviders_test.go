@@ -104,58 +104,64 @@ func TestInputProviderAPIsInPullRequest(t *testing.T) {
 		testtree.Write(t, dir, map[string]string{previews: strings.Replace(string(b), "https://github.com/lab/app", "https://github.com/lab/other", 1)})
 	}
 
-	t.Run("same provider", func(t *testing.T) {
-		base, err := config.Load(t.Context(), apiFleet(t, allowed), ropts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		head, err := config.LoadProposed(t.Context(), apiFleet(t, allowed), ropts, base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := targetNames(head.Targets); !slices.Contains(got, "preview-"+strconv.Itoa(prs[0])) {
-			t.Errorf("head targets %v, want the previews", got)
-		}
-	})
-	t.Run("new URL in the head", func(t *testing.T) {
-		base, err := config.Load(t.Context(), apiFleet(t, allowed), ropts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hdir := apiFleet(t, allowed)
-		moved(t, hdir)
-		before := len(gh.Requests())
-		head, err := config.LoadProposed(t.Context(), hdir, ropts, base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(head.Skipped) != 1 || !strings.Contains(head.Skipped[0].Reason, "new provider URL in a pull request: not called") {
-			t.Errorf("skipped %+v, want the previews provider not called", head.Skipped)
-		}
-		for _, r := range gh.Requests()[before:] {
-			if strings.Contains(r.Path, "lab/other") {
-				t.Errorf("the head's provider was called: %+v", r)
+	// The base and head loaded one after the other (LoadProposed), and
+	// side by side (LoadRevisions, as diff does).
+	loaders := map[string]func(t *testing.T, bdir, hdir string) (*config.Repo, *config.Repo){
+		"one after the other": func(t *testing.T, bdir, hdir string) (*config.Repo, *config.Repo) {
+			base, err := config.Load(t.Context(), bdir, ropts)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	})
-	t.Run("head allows the calls", func(t *testing.T) {
-		base, err := config.Load(t.Context(), apiFleet(t, ""), ropts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		before := len(gh.Requests())
-		head, err := config.LoadProposed(t.Context(), apiFleet(t, allowed), ropts, base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(head.Skipped) != 1 || !strings.Contains(head.Skipped[0].Reason, "a render does not call") {
-			t.Errorf("skipped %+v, want the previews provider not called", head.Skipped)
-		}
-		if n := len(gh.Requests()) - before; n != 0 {
-			t.Errorf("%d calls to the forge, want none", n)
-		}
-		if !slices.ContainsFunc(head.Notes, func(n string) bool { return strings.Contains(n, "inputProviderAPIs") }) {
-			t.Errorf("notes %v, want one saying the head changes inputProviderAPIs", head.Notes)
-		}
-	})
+			head, err := config.LoadProposed(t.Context(), hdir, ropts, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return base, head
+		},
+		"side by side": func(t *testing.T, bdir, hdir string) (*config.Repo, *config.Repo) {
+			base, head, berr, herr := config.LoadRevisions(t.Context(), bdir, hdir, ropts)
+			if berr != nil || herr != nil {
+				t.Fatal(berr, herr)
+			}
+			return base, head
+		},
+	}
+	for mode, load := range loaders {
+		t.Run(mode, func(t *testing.T) {
+			t.Run("same provider", func(t *testing.T) {
+				_, head := load(t, apiFleet(t, allowed), apiFleet(t, allowed))
+				if got := targetNames(head.Targets); !slices.Contains(got, "preview-"+strconv.Itoa(prs[0])) {
+					t.Errorf("head targets %v, want the previews", got)
+				}
+			})
+			t.Run("new URL in the head", func(t *testing.T) {
+				bdir, hdir := apiFleet(t, allowed), apiFleet(t, allowed)
+				moved(t, hdir)
+				before := len(gh.Requests())
+				_, head := load(t, bdir, hdir)
+				if len(head.Skipped) != 1 || !strings.Contains(head.Skipped[0].Reason, "new provider URL in a pull request: not called") {
+					t.Errorf("skipped %+v, want the previews provider not called", head.Skipped)
+				}
+				for _, r := range gh.Requests()[before:] {
+					if strings.Contains(r.Path, "lab/other") {
+						t.Errorf("the head's provider was called: %+v", r)
+					}
+				}
+			})
+			t.Run("head allows the calls", func(t *testing.T) {
+				bdir, hdir := apiFleet(t, ""), apiFleet(t, allowed)
+				before := len(gh.Requests())
+				_, head := load(t, bdir, hdir)
+				if len(head.Skipped) != 1 || !strings.Contains(head.Skipped[0].Reason, "a render does not call") {
+					t.Errorf("skipped %+v, want the previews provider not called", head.Skipped)
+				}
+				if n := len(gh.Requests()) - before; n != 0 {
+					t.Errorf("%d calls to the forge, want none", n)
+				}
+				if !slices.ContainsFunc(head.Notes, func(n string) bool { return strings.Contains(n, "inputProviderAPIs") }) {
+					t.Errorf("notes %v, want one saying the head changes inputProviderAPIs", head.Notes)
+				}
+			})
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -437,4 +438,49 @@ func TestRenderCaches(t *testing.T) {
 	if err2 == nil || err2.Error() != err1.Error() {
 		t.Errorf("second Render error = %v, want the cached %v", err2, err1)
 	}
+}
+
+// LoadRevisions says which revision failed, and loads what Load and
+// LoadProposed load one after the other.
+func TestLoadRevisions(t *testing.T) {
+	t.Parallel()
+	good := map[string]string{"ferry.yaml": "targets: [{name: a, path: x}]\n", "x/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n"}
+	bad := map[string]string{"ferry.yaml": "targets: [{name: a, pth: x}]\n"}
+	t.Run("base fails", func(t *testing.T) {
+		t.Parallel()
+		base, head, berr, herr := config.LoadRevisions(t.Context(), testtree.New(t, bad), testtree.New(t, good), render.Options{})
+		wantError(t, berr, "ferry.yaml", "pth")
+		if base != nil || head != nil || herr != nil {
+			t.Errorf("base %v, head %v, head error %v: want none", base, head, herr)
+		}
+	})
+	t.Run("head fails", func(t *testing.T) {
+		t.Parallel()
+		base, head, berr, herr := config.LoadRevisions(t.Context(), testtree.New(t, good), testtree.New(t, bad), render.Options{})
+		wantError(t, herr, "ferry.yaml", "pth")
+		if base != nil || head != nil || berr != nil {
+			t.Errorf("base %v, head %v, base error %v: want none", base, head, berr)
+		}
+	})
+	t.Run("both load", func(t *testing.T) {
+		t.Parallel()
+		bdir, hdir := testtree.New(t, good), testtree.New(t, good)
+		base, head, berr, herr := config.LoadRevisions(t.Context(), bdir, hdir, render.Options{})
+		if berr != nil || herr != nil {
+			t.Fatal(berr, herr)
+		}
+		sb, err := config.Load(t.Context(), bdir, render.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, err := config.LoadProposed(t.Context(), hdir, render.Options{}, sb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pair := range [][2]*config.Repo{{base, sb}, {head, sh}} {
+			if got, want := targetNames(pair[0].Targets), targetNames(pair[1].Targets); !slices.Equal(got, want) {
+				t.Errorf("targets %v, want %v", got, want)
+			}
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -117,7 +118,12 @@ const (
 
 // Repo is a repository with its targets. Renders are cached, so a target
 // rendered during discovery or as a substituteFrom source is built once.
-// A Repo is not safe for concurrent use.
+//
+// Footprint, Build and Render may be called from several goroutines: they
+// take turns on one Repo. A proposed revision (LoadProposed) reads its
+// trusted one under the trusted Repo's turn, so the two revisions of a
+// diff render side by side. The other methods are not safe for
+// concurrent use.
 type Repo struct {
 	Root     string
 	File     *File
@@ -156,6 +162,14 @@ type Repo struct {
 	// not given (LoadProposed): "ferry.yaml changes sources: ...".
 	Notes []string
 
+	// mu gives Footprint, Build and Render their turns, and a proposed
+	// revision its reads of this one (trustedSourceObject).
+	mu sync.Mutex
+
+	// ready is closed when discoverTargets is done: a proposed revision
+	// loaded beside its trusted one (LoadRevisions) waits for it.
+	ready chan struct{}
+
 	trusted                       *Repo  // the revision that decides this one's reach; nil when it is trusted itself
 	checkout, rootReal, workspace string // see locate
 
@@ -179,7 +193,21 @@ func Load(ctx context.Context, root string, opts render.Options) (*Repo, error) 
 	return load(ctx, root, opts, nil)
 }
 
-func load(ctx context.Context, root string, opts render.Options, trusted *Repo) (_ *Repo, err error) {
+func load(ctx context.Context, root string, opts render.Options, trusted *Repo) (*Repo, error) {
+	r, err := prepare(root, opts, trusted)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.discoverTargets(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// prepare reads the revision at root's ferry.yaml and makes its Repo, its
+// targets not found yet (discoverTargets).
+func prepare(root string, opts render.Options, trusted *Repo) (_ *Repo, err error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, err
@@ -222,6 +250,7 @@ func load(ctx context.Context, root string, opts render.Options, trusted *Repo) 
 		busy:      map[*Target]bool{},
 		expanded:  map[*Target]*render.Result{},
 		expandErr: map[*Target]error{},
+		ready:     make(chan struct{}),
 	}
 	defer func() {
 		if err != nil {
@@ -246,23 +275,31 @@ func load(ctx context.Context, root string, opts render.Options, trusted *Repo) 
 	if r.loaded == nil {
 		r.loaded = helm.NewLoadedCharts()
 	}
+	return r, nil
+}
+
+// discoverTargets finds the targets of a prepared Repo: ferry.yaml's, or
+// those its Flux objects declare. A proposed revision waits for its
+// trusted one's where it reads them.
+func (r *Repo) discoverTargets(ctx context.Context) error {
+	defer close(r.ready)
 	if r.File != nil && len(r.File.Targets) > 0 {
 		if err := r.fromFile(); err != nil {
-			return nil, err
+			return err
 		}
 	} else if err := r.discover(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	if opts.HelmReleases != "" {
+	if r.opts.HelmReleases != "" {
 		for _, t := range r.Targets {
-			t.HelmReleases = HelmMode(opts.HelmReleases)
+			t.HelmReleases = HelmMode(r.opts.HelmReleases)
 		}
 	}
-	if trusted != nil {
+	if r.trusted != nil {
 		r.trustAccess()
 	}
 	r.resolveDependencies()
-	return r, nil
+	return nil
 }
 
 // locate finds the folders reads are checked against: the revision's own
@@ -367,6 +404,13 @@ func (r *Repo) spec(t *Target) render.Spec {
 // target, naming where each came from (checkIdentities). Every command
 // reads a target's objects through Render.
 func (r *Repo) Render(ctx context.Context, t *Target) (*render.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rendered(ctx, t)
+}
+
+// rendered is Render, in the caller's turn.
+func (r *Repo) rendered(ctx context.Context, t *Target) (*render.Result, error) {
 	if res, ok := r.expanded[t]; ok {
 		return res, nil
 	}

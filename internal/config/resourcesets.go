@@ -120,13 +120,15 @@ func (r *Repo) allowProvider(ctx context.Context, cluster string, provider *unst
 	}
 	typ, u := spec(provider)
 	var base *unstructured.Unstructured
+	done := r.trustedTurn()
 	for _, o := range r.trusted.rootRSIP[cluster] {
 		if o.GetNamespace() == provider.GetNamespace() && o.GetName() == provider.GetName() {
 			base = o
 		}
 	}
+	done()
 	if base == nil {
-		base = r.trusted.sourceObject(ctx, cluster, "", provider)
+		base = r.trustedSourceObject(ctx, cluster, "", provider)
 	}
 	if base != nil {
 		if bt, bu := spec(base); bt == typ && bu == u {

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -30,6 +31,44 @@ import (
 // access, and the chart sources that may be fetched (see allowFetch).
 func LoadProposed(ctx context.Context, root string, opts render.Options, trusted *Repo) (*Repo, error) {
 	return load(ctx, root, opts, trusted)
+}
+
+// LoadRevisions is Load of baseRoot and LoadProposed of headRoot with the
+// base trusted, the two discovered side by side: the head reads what it
+// needs of the base (its targets' access, the sources it trusts) once
+// the base is discovered. The head renders under the base's budgets: a
+// pull request cannot raise its own. The errors say which revision
+// failed; the Repos of a failed load are closed.
+func LoadRevisions(ctx context.Context, baseRoot, headRoot string, opts render.Options) (base, head *Repo, baseErr, headErr error) {
+	if base, baseErr = prepare(baseRoot, opts, nil); baseErr != nil {
+		return nil, nil, baseErr, nil
+	}
+	hopts := opts
+	limits := base.Limits()
+	hopts.Limits = &limits
+	var wg sync.WaitGroup
+	wg.Go(func() { baseErr = base.discoverTargets(ctx) })
+	if head, headErr = prepare(headRoot, hopts, base); headErr == nil {
+		headErr = head.discoverTargets(ctx)
+	}
+	wg.Wait()
+	if baseErr != nil || headErr != nil {
+		base.Close()
+		head.Close()
+		if baseErr != nil {
+			return nil, nil, baseErr, nil
+		}
+		return nil, nil, nil, headErr
+	}
+	return base, head, nil, nil
+}
+
+// trustedTurn waits until the trusted revision is discovered and takes
+// its turn (Repo.mu); call the returned function when done reading it.
+func (r *Repo) trustedTurn() (done func()) {
+	<-r.trusted.ready
+	r.trusted.mu.Lock()
+	return r.trusted.mu.Unlock
 }
 
 // reachFile returns f with the mappings that decide ferry's reach
@@ -73,6 +112,7 @@ func nilIfEmpty[M ~map[K]V, K comparable, V any](m M) M {
 // step's own kubeconfig input then applies). A pull request cannot point
 // a target at another kubeconfig, variable or context.
 func (r *Repo) trustAccess() {
+	defer r.trustedTurn()()
 	byName := map[string]*Target{}
 	for _, t := range r.trusted.Targets {
 		byName[t.Name] = t
@@ -197,7 +237,7 @@ func (r *Repo) allowFetch(ctx context.Context, t *Target, source *unstructured.U
 		return fetchDecision{fetch: true, credentials: true}
 	}
 	u, _, _ := unstructured.NestedString(source.Object, "spec", "url")
-	if b := r.trusted.sourceObject(ctx, t.Cluster, t.Name, source); b != nil {
+	if b := r.trustedSourceObject(ctx, t.Cluster, t.Name, source); b != nil {
 		bu, _, _ := unstructured.NestedString(b.Object, "spec", "url")
 		if bu == u {
 			// The same spec (secretRef, insecure, type, provider, ...)
@@ -277,4 +317,12 @@ func hostPortOf(raw string) string {
 // sourceID is Kind/namespace/name of a source object.
 func sourceID(o *unstructured.Unstructured) string {
 	return o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
+}
+
+// trustedSourceObject is sourceObject of the trusted revision, in its
+// turn (the trusted Repo may be discovering or rendering beside this
+// one).
+func (r *Repo) trustedSourceObject(ctx context.Context, cluster, first string, o *unstructured.Unstructured) *unstructured.Unstructured {
+	defer r.trustedTurn()()
+	return r.trusted.sourceObject(ctx, cluster, first, o)
 }

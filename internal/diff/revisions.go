@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -288,16 +289,15 @@ func plan(ctx context.Context, opts Options) (*Plan, func(), error) {
 	if ropts.Checkout, err = filepath.Abs(opts.Repo); err != nil {
 		return nil, cleanup, err
 	}
-	if p.base, err = config.Load(ctx, bdir, ropts); err != nil {
-		return nil, cleanup, fmt.Errorf("base revision %s: %w", shortHash(rv.base), err)
-	}
 	// The head renders under the base's budgets: a pull request cannot
 	// raise its own.
-	hopts := ropts
-	limits := p.base.Limits()
-	hopts.Limits = &limits
-	if p.head, err = config.LoadProposed(ctx, hdir, hopts, p.base); err != nil {
-		return nil, cleanup, fmt.Errorf("head revision %s: %w", shortHash(rv.head), err)
+	var berr, herr error
+	p.base, p.head, berr, herr = config.LoadRevisions(ctx, bdir, hdir, ropts)
+	switch {
+	case berr != nil:
+		return nil, cleanup, fmt.Errorf("base revision %s: %w", shortHash(rv.base), berr)
+	case herr != nil:
+		return nil, cleanup, fmt.Errorf("head revision %s: %w", shortHash(rv.head), herr)
 	}
 	p.Notes = p.head.Notes
 	if opts.ReadCluster != nil {
@@ -400,19 +400,10 @@ func (p *Plan) confirm(ctx context.Context, bt, ht *config.Target, changed []str
 // confirmBuilds is confirm, and the objects of the builds at base and
 // head (those of a side that fails: none).
 func (p *Plan) confirmBuilds(ctx context.Context, bt, ht *config.Target, changed []string) (verdict, []*unstructured.Unstructured, []*unstructured.Unstructured) {
-	bf, berr := p.base.Footprint(ctx, bt)
-	hf, herr := p.head.Footprint(ctx, ht)
+	var bf, hf *config.Footprint
+	var berr, herr error
 	var bo, ho []*unstructured.Unstructured
-	if berr == nil {
-		bo = bf.Build.Set.Objects
-	} else if b, err := p.base.Build(ctx, bt); err == nil {
-		bo = b.Set.Objects
-	}
-	if herr == nil {
-		ho = hf.Build.Set.Objects
-	} else if h, err := p.head.Build(ctx, ht); err == nil {
-		ho = h.Set.Objects
-	}
+	sideBySide(func() { bf, bo, berr = footprint(ctx, p.base, bt) }, func() { hf, ho, herr = footprint(ctx, p.head, ht) })
 	if berr != nil || herr != nil {
 		if berr != nil && herr != nil && p.sameError(berr, herr) &&
 			!p.base.OwnInputs(bt).Touches(changed) && !p.head.OwnInputs(ht).Touches(changed) {
@@ -422,6 +413,29 @@ func (p *Plan) confirmBuilds(ctx context.Context, bt, ht *config.Target, changed
 	}
 	v := footprintVerdict(bf, hf, changed)
 	return v, bo, ho
+}
+
+// footprint is t's footprint in r, and the objects of its build (none
+// when the build fails).
+func footprint(ctx context.Context, r *config.Repo, t *config.Target) (*config.Footprint, []*unstructured.Unstructured, error) {
+	f, err := r.Footprint(ctx, t)
+	if err == nil {
+		return f, f.Build.Set.Objects, nil
+	}
+	if b, berr := r.Build(ctx, t); berr == nil {
+		return nil, b.Set.Objects, err
+	}
+	return nil, nil, err
+}
+
+// sideBySide runs base and head, the same work at the two revisions, at
+// once: each revision's Repo takes its own turns (config.Repo), so the
+// two render side by side on two cores.
+func sideBySide(base, head func()) {
+	var wg sync.WaitGroup
+	wg.Go(base)
+	head()
+	wg.Wait()
 }
 
 // footprintVerdict compares a target's footprints at base and head.
@@ -481,8 +495,9 @@ func (p *Plan) renderedAlike(ctx context.Context, bt, ht *config.Target, v verdi
 	if v.broken != "" {
 		return v
 	}
-	bres, berr := p.base.Render(ctx, bt)
-	hres, herr := p.head.Render(ctx, ht)
+	var bres, hres *render.Result
+	var berr, herr error
+	sideBySide(func() { bres, berr = p.base.Render(ctx, bt) }, func() { hres, herr = p.head.Render(ctx, ht) })
 	switch {
 	case berr != nil || herr != nil:
 		if berr != nil && herr != nil && p.sameError(berr, herr) {
@@ -547,22 +562,28 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 	for _, a := range p.Affected {
 		t := Target{Name: a.Name, Cluster: a.Cluster, Why: a.Why}
 		var base, head *render.Result
-		if a.base != nil {
-			res, err := p.base.Render(ctx, a.base)
-			if err != nil {
-				t.Error, t.Side = err.Error(), "base"
+		var berr, herr error
+		sideBySide(func() {
+			if a.base != nil {
+				base, berr = p.base.Render(ctx, a.base)
 			}
-			base = res
+		}, func() {
+			if a.head != nil {
+				head, herr = p.head.Render(ctx, a.head)
+			}
+		})
+		if a.base != nil {
+			if berr != nil {
+				t.Error, t.Side = berr.Error(), "base"
+			}
 			t.Prune = a.base.Prune
 		}
 		if a.head != nil {
-			res, err := p.head.Render(ctx, a.head)
-			if err != nil && t.Error == "" {
-				t.Error, t.Side = err.Error(), "head"
-			} else if err != nil {
+			if herr != nil && t.Error == "" {
+				t.Error, t.Side = herr.Error(), "head"
+			} else if herr != nil {
 				t.Side = "both"
 			}
-			head = res
 			t.Prune = a.head.Prune
 		}
 		if t.Error == "" {
