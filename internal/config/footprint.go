@@ -108,6 +108,8 @@ func (r *Repo) RootRender(cluster string) ([]*unstructured.Unstructured, []strin
 // a file it reads declares one (or what it reads is not known), and its
 // cluster renders them.
 func (r *Repo) RendersReleases(t *Target) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if t.HelmReleases == HelmController || t.Revision != nil {
 		return false
 	}

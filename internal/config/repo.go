@@ -119,8 +119,8 @@ const (
 // Repo is a repository with its targets. Renders are cached, so a target
 // rendered during discovery or as a substituteFrom source is built once.
 //
-// Footprint, Build and Render may be called from several goroutines: they
-// take turns on one Repo. A proposed revision (LoadProposed) reads its
+// Footprint, Build, Render and RendersReleases may be called from several
+// goroutines: they take turns on one Repo. A proposed revision (LoadProposed) reads its
 // trusted one under the trusted Repo's turn, so the two revisions of a
 // diff render side by side. The other methods are not safe for
 // concurrent use.
@@ -449,7 +449,19 @@ func (r *Repo) build(ctx context.Context, t *Target) (*render.Result, error) {
 	r.busy[t] = true
 	key := r.buildKey(ctx, t)
 	if key != "" {
-		if kept, ok := r.opts.Builds.Get(key); ok {
+		// A proposed revision built beside its trusted one waits for
+		// the trusted one's build of the same key; the trusted one never
+		// waits (render.Builds.Claim).
+		var kept *render.Result
+		var ok bool
+		if r.trusted == nil {
+			if kept, ok = r.opts.Builds.Get(key); !ok && r.opts.Builds.Claim(key) {
+				defer r.opts.Builds.Release(key) // after Put: nothing
+			}
+		} else {
+			kept, ok = r.opts.Builds.Await(ctx, key)
+		}
+		if ok {
 			delete(r.busy, t)
 			r.results[t] = kept
 			return kept, nil

@@ -141,8 +141,29 @@ func (p *Plan) candidates(ctx context.Context, alike []*alikeTarget, others []ot
 				mark(at.ht.Cluster, bb, hb)
 			}
 		}
+		// The targets that are no candidate yet build alike at both
+		// revisions (their own files did not change, nor the variables
+		// they read, else they would be candidates): half of them are
+		// checked at the base, half at the head, side by side.
+		var rest []*alikeTarget
 		for _, at := range alike {
-			if !at.candidate && p.readsMoved(ctx, at.ht, moved[at.ht.Cluster]) {
+			if !at.candidate {
+				rest = append(rest, at)
+			}
+		}
+		reads := make([]bool, len(rest))
+		half := len(rest) / 2
+		sideBySide(func() {
+			for i, at := range rest[:half] {
+				reads[i] = p.readsMoved(ctx, p.base, at.bt, moved[at.bt.Cluster])
+			}
+		}, func() {
+			for i, at := range rest[half:] {
+				reads[half+i] = p.readsMoved(ctx, p.head, at.ht, moved[at.ht.Cluster])
+			}
+		})
+		for i, at := range rest {
+			if reads[i] {
 				at.candidate, added = true, true
 			}
 		}
@@ -175,10 +196,10 @@ func (p *Plan) uncovered(changed []string) bool {
 	return false
 }
 
-// readsMoved reports whether target t (its head build, which is its base
-// build too while it is no candidate) reads one of the objects of its
-// cluster that moved.
-func (p *Plan) readsMoved(ctx context.Context, t *config.Target, moved map[string]bool) bool {
+// readsMoved reports whether target t of revision r (its build there,
+// which is its build at the other revision too while it is no candidate)
+// reads one of the objects of its cluster that moved.
+func (p *Plan) readsMoved(ctx context.Context, r *config.Repo, t *config.Target, moved map[string]bool) bool {
 	if len(moved) == 0 {
 		return false
 	}
@@ -199,7 +220,7 @@ func (p *Plan) readsMoved(ctx context.Context, t *config.Target, moved map[strin
 			return true
 		}
 	}
-	if !p.head.RendersReleases(t) {
+	if !r.RendersReleases(t) {
 		// No HelmRelease it renders: nothing else it reads.
 		return false
 	}
@@ -211,7 +232,7 @@ func (p *Plan) readsMoved(ctx context.Context, t *config.Target, moved map[strin
 	if !kinds["ConfigMap"] && !kinds["Secret"] {
 		return false
 	}
-	build, err := p.head.Build(ctx, t)
+	build, err := r.Build(ctx, t)
 	if err != nil {
 		return true // confirm shows the error
 	}

@@ -582,15 +582,68 @@ func objectJSON(rn *kyaml.RNode) ([]byte, error) {
 // Builds keeps builds by a key of everything they read (config computes
 // it: the target's definition, its files' content, its variables), for
 // every Repo loaded with the same Options: the two revisions of a diff
-// build a target they hold alike once. Safe for concurrent use. A Result
-// kept here is shared: nothing may change it.
+// build a target they hold alike once, even when they build side by
+// side (Claim, Await). Safe for concurrent use. A Result kept here is
+// shared: nothing may change it.
 type Builds struct {
-	mu   sync.Mutex
-	kept map[string]*Result
+	mu      sync.Mutex
+	kept    map[string]*Result
+	claimed map[string]chan struct{} // closed when the claim ends
 }
 
 // NewBuilds returns an empty Builds.
-func NewBuilds() *Builds { return &Builds{kept: map[string]*Result{}} }
+func NewBuilds() *Builds {
+	return &Builds{kept: map[string]*Result{}, claimed: map[string]chan struct{}{}}
+}
+
+// Claim says the caller builds key now, so that Await waits for its
+// result; it reports false when key is kept or claimed already. The
+// caller ends the claim with Put or Release. Only a party that never
+// waits itself may claim (the trusted revision of a diff): then no two
+// parties wait for each other.
+func (b *Builds) Claim(key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.kept[key]; ok {
+		return false
+	}
+	if _, ok := b.claimed[key]; ok {
+		return false
+	}
+	b.claimed[key] = make(chan struct{})
+	return true
+}
+
+// Release ends a claim on key without a result (the build failed); a
+// claim already ended is left alone.
+func (b *Builds) Release(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.endClaim(key)
+}
+
+func (b *Builds) endClaim(key string) {
+	if c, ok := b.claimed[key]; ok {
+		close(c)
+		delete(b.claimed, key)
+	}
+}
+
+// Await returns the build kept under key, waiting while it is claimed:
+// false when none is kept (then the caller builds it), or ctx ended.
+func (b *Builds) Await(ctx context.Context, key string) (*Result, bool) {
+	b.mu.Lock()
+	c, ok := b.claimed[key]
+	b.mu.Unlock()
+	if ok {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+	return b.Get(key)
+}
 
 // Get returns the build kept under key.
 func (b *Builds) Get(key string) (*Result, bool) {
@@ -600,9 +653,10 @@ func (b *Builds) Get(key string) (*Result, bool) {
 	return r, ok
 }
 
-// Put keeps res under key.
+// Put keeps res under key, ending a claim on it.
 func (b *Builds) Put(key string, res *Result) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.kept[key] = res
+	b.endClaim(key)
 }

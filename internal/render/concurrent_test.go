@@ -110,3 +110,43 @@ func TestConcurrentBuilds(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
+
+// TestBuildsClaim: Await waits for a claimed key until it is put, returns
+// nothing when the claim is released without a result, and stops with
+// its context.
+func TestBuildsClaim(t *testing.T) {
+	b := render.NewBuilds()
+	if _, ok := b.Await(t.Context(), "none"); ok {
+		t.Fatal("Await of a key never claimed nor kept: found")
+	}
+	if !b.Claim("k") || b.Claim("k") {
+		t.Fatal("Claim: want the first to claim and the second not")
+	}
+	got := make(chan *render.Result)
+	go func() {
+		res, _ := b.Await(context.Background(), "k")
+		got <- res
+	}()
+	want := &render.Result{Name: "built"}
+	b.Put("k", want)
+	if res := <-got; res != want {
+		t.Errorf("Await = %v, want the result put", res)
+	}
+	if b.Claim("k") {
+		t.Error("Claim of a kept key succeeded")
+	}
+
+	b.Claim("fails")
+	go b.Release("fails")
+	if _, ok := b.Await(t.Context(), "fails"); ok {
+		t.Error("Await of a released claim: found")
+	}
+	b.Release("fails") // a claim already ended: nothing
+
+	b.Claim("slow")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, ok := b.Await(ctx, "slow"); ok {
+		t.Error("Await with its context ended: found")
+	}
+}
