@@ -110,7 +110,6 @@ func TestConcurrentBuilds(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-
 // TestBuildsClaim: Await waits for a claimed key until it is put, returns
 // nothing when the claim is released without a result, and stops with
 // its context.
