@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -514,10 +515,26 @@ func (r *Repo) repoFiles(dir string, files []string) []string {
 
 // RenderAll renders every given target, in order, and reports every
 // failure at once: callers print or apply nothing unless all succeed.
+//
+// While it renders one target, the kustomize builds of the next few run
+// on the other cores (render.Ahead).
 func (r *Repo) RenderAll(ctx context.Context, targets []*Target) ([]*render.Result, error) {
+	ahead := render.NewAhead(runtime.GOMAXPROCS(0))
+	r.mu.Lock()
+	r.opts.Ahead = ahead
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.opts.Ahead = nil
+		r.mu.Unlock()
+	}()
+	window := 2 * runtime.GOMAXPROCS(0)
 	results := make([]*render.Result, 0, len(targets))
 	var errs []error
-	for _, t := range targets {
+	for i, t := range targets {
+		for _, next := range targets[i:min(i+window, len(targets))] {
+			r.buildAhead(next)
+		}
 		res, err := r.Render(ctx, t)
 		if err != nil {
 			errs = append(errs, err)
@@ -526,6 +543,23 @@ func (r *Repo) RenderAll(ctx context.Context, targets []*Target) ([]*render.Resu
 		results = append(results, res)
 	}
 	return results, errors.Join(errs...)
+}
+
+// buildAhead starts t's kustomize build in r.opts.Ahead, unless t is
+// built already or builds otherwise (an artifact, another ref).
+func (r *Repo) buildAhead(t *Target) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.Err != nil || t.Artifact != nil || t.Revision != nil {
+		return
+	}
+	if _, ok := r.results[t]; ok {
+		return
+	}
+	if _, ok := r.errs[t]; ok {
+		return
+	}
+	r.opts.Ahead.Start(r.spec(t), r.opts)
 }
 
 // State is nil for a target that resolves and renders, else why it does

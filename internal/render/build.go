@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/resource"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/ferry-ci/ferry/internal/budget"
@@ -84,6 +85,9 @@ type Options struct {
 	// HelmSandbox, when set, renders HelmReleases in a child process
 	// bounded by Limits (see helm.Sandbox). Read by config.
 	HelmSandbox *helm.Sandbox
+	// Ahead, when set, holds kustomize builds run before their targets
+	// are rendered (Ahead.Start); nil builds each when it is rendered.
+	Ahead *Ahead
 	// InputProviders, when set, is how the APIs of Flux Operator
 	// ResourceSetInputProviders are reached: the forge the job runs on
 	// and its token, the transport. What ferry.yaml allows
@@ -242,7 +246,16 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 	}
 }
 
-func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
+// kustomizeInput is what the kustomize build of a target reads first:
+// the repository, the folder and the kustomization Flux's generator makes
+// of the folder's own and the Kustomization's spec.
+type kustomizeInput struct {
+	root, dir, path string
+	kfile           string
+	kdata           []byte
+}
+
+func prepareKustomize(spec Spec) (*kustomizeInput, error) {
 	root, err := filepath.Abs(spec.Root)
 	if err != nil {
 		return nil, err
@@ -267,15 +280,20 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: generating kustomization: %w", path, err)
 	}
+	return &kustomizeInput{root: root, dir: dir, path: path, kfile: kfile, kdata: kdata}, nil
+}
 
-	base, err := securefs.MakeFsOnDiskSecure(root)
+// kustomize runs the kustomize build of in through a new repoFS, which
+// it returns with what the build read.
+func (in *kustomizeInput) kustomize(opts Options) (*repoFS, []*resource.Resource, error) {
+	base, err := securefs.MakeFsOnDiskSecure(in.root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fs := &repoFS{
 		FileSystem: base,
-		root:       root,
-		overlay:    map[string][]byte{filepath.Clean(kfile): kdata},
+		root:       in.root,
+		overlay:    map[string][]byte{filepath.Clean(in.kfile): in.kdata},
 		decryptor:  opts.Decryptor,
 		noDecrypt:  opts.NoDecrypt,
 		remote:     opts.AllowRemoteBases,
@@ -285,8 +303,22 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 	if fs.decryptor == nil {
 		fs.decryptor = secrets.NewDecryptor(nil)
 	}
+	resources, err := kustomizeBuild(fs, in.dir, in.kdata, opts.limits().PatchCopySize)
+	return fs, resources, err
+}
 
-	resources, buildErr := kustomizeBuild(fs, dir, kdata, opts.limits().PatchCopySize)
+func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
+	in, err := prepareKustomize(spec)
+	if err != nil {
+		return nil, err
+	}
+	ks := spec.Kustomization
+	fs, resources, buildErr := opts.Ahead.take(in, opts)
+	if fs == nil { // not built ahead
+		if fs, resources, buildErr = in.kustomize(opts); fs == nil {
+			return nil, buildErr
+		}
+	}
 	// A failure recorded by the filesystem (decryption, a path escaping the
 	// root, a remote base) is the real cause; kustomize may have turned it
 	// into something vaguer.

@@ -149,3 +149,59 @@ func TestBuildsClaim(t *testing.T) {
 		t.Error("Await with its context ended: found")
 	}
 }
+
+// TestAhead: builds started ahead give what builds on their own give,
+// with the files they read, including a failing one and a SOPS secret
+// read through the decryptor; a spec built twice after one Start builds
+// the second time itself.
+func TestAhead(t *testing.T) {
+	root := testtree.New(t, map[string]string{
+		"a/kustomization.yaml":   "resources: [cm.yaml]\n",
+		"a/cm.yaml":              "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v}\n",
+		"b/kustomization.yaml":   "resources: [cm.yaml]\nnamePrefix: b-\n",
+		"b/cm.yaml":              "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+		"bad/kustomization.yaml": "resources: [missing.yaml]\n",
+	})
+	specs := []render.Spec{}
+	for _, p := range []string{"a", "b", "bad"} {
+		specs = append(specs, render.Spec{Name: p, Root: root, Kustomization: kustomization(t, "path: ./"+p+"\nnamespace: n-"+p)})
+	}
+	alone := func(opts render.Options, s render.Spec) string {
+		res, err := render.Build(context.Background(), s, opts)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	want := map[string]string{}
+	for _, s := range specs {
+		want[s.Name] = alone(render.Options{}, s)
+	}
+	if !contains(want["bad"], "missing.yaml") || !contains(want["b"], `"b-x"`) || !contains(want["a"], "a/cm.yaml") {
+		t.Fatalf("builds alone: %v", want)
+	}
+	ahead := render.NewAhead(2)
+	opts := render.Options{Ahead: ahead}
+	for _, s := range specs {
+		ahead.Start(s, opts)
+		ahead.Start(s, opts) // started once
+	}
+	var wg sync.WaitGroup
+	got := make([]string, len(specs))
+	for i, s := range specs {
+		wg.Go(func() { got[i] = alone(opts, s) })
+	}
+	wg.Wait()
+	for i, s := range specs {
+		if got[i] != want[s.Name] {
+			t.Errorf("%s built ahead:\n%s", s.Name, cmp.Diff(want[s.Name], got[i]))
+		}
+		if again := alone(opts, s); again != want[s.Name] {
+			t.Errorf("%s built again after its build ahead was taken:\n%s", s.Name, cmp.Diff(want[s.Name], again))
+		}
+	}
+}
