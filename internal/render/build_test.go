@@ -244,12 +244,19 @@ func TestEncryptedFilesAndNoDecrypt(t *testing.T) {
 	}
 }
 
+// customSchema is an OpenAPI schema that merges the items of a custom
+// resource's list by name; customPatch merges into customCR's items
+// under it, and replaces them without it.
+const (
+	customSchema = `{"definitions": {"v1alpha1.MyKind": {"properties": {"spec": {"properties": {"items": {"type": "array", "x-kubernetes-patch-merge-key": "name", "x-kubernetes-patch-strategy": "merge", "items": {"type": "object"}}}}}, "x-kubernetes-group-version-kind": [{"group": "example.com", "kind": "MyKind", "version": "v1alpha1"}]}}}`
+	customCR     = "apiVersion: example.com/v1alpha1\nkind: MyKind\nmetadata:\n  name: x\nspec:\n  items:\n    - {name: a, v: 1}\n    - {name: b, v: 1}\n"
+	customPatch  = "apiVersion: example.com/v1alpha1\nkind: MyKind\nmetadata:\n  name: x\nspec:\n  items:\n    - {name: b, v: 2}\n"
+)
+
 // A kustomization that sets its own OpenAPI schema changes kustomize's
 // global state; the next build must not see it.
 func TestCustomSchemaDoesNotLeakIntoTheNextBuild(t *testing.T) {
-	schema := `{"definitions": {"v1alpha1.MyKind": {"properties": {"spec": {"properties": {"items": {"type": "array", "x-kubernetes-patch-merge-key": "name", "x-kubernetes-patch-strategy": "merge", "items": {"type": "object"}}}}}, "x-kubernetes-group-version-kind": [{"group": "example.com", "kind": "MyKind", "version": "v1alpha1"}]}}}`
-	cr := "apiVersion: example.com/v1alpha1\nkind: MyKind\nmetadata:\n  name: x\nspec:\n  items:\n    - {name: a, v: 1}\n    - {name: b, v: 1}\n"
-	patch := "apiVersion: example.com/v1alpha1\nkind: MyKind\nmetadata:\n  name: x\nspec:\n  items:\n    - {name: b, v: 2}\n"
+	schema, cr, patch := customSchema, customCR, customPatch
 	root := testtree.New(t, map[string]string{
 		"with/kustomization.yaml":    "resources: [cr.yaml]\nopenapi:\n  path: schema.json\npatches:\n  - path: patch.yaml\n",
 		"with/schema.json":           schema,

@@ -22,9 +22,7 @@ import (
 // what it gives alone. Run with -race, it also shows the builds read
 // kustomize's global state without a race.
 func TestConcurrentBuilds(t *testing.T) {
-	schema := `{"definitions": {"v1alpha1.MyKind": {"properties": {"spec": {"properties": {"items": {"type": "array", "x-kubernetes-patch-merge-key": "name", "x-kubernetes-patch-strategy": "merge", "items": {"type": "object"}}}}}, "x-kubernetes-group-version-kind": [{"group": "example.com", "kind": "MyKind", "version": "v1alpha1"}]}}}`
-	cr := "apiVersion: example.com/v1alpha1\nkind: MyKind\nmetadata:\n  name: x\nspec:\n  items:\n    - {name: a, v: 1}\n    - {name: b, v: 1}\n"
-	crPatch := "apiVersion: example.com/v1alpha1\nkind: MyKind\nmetadata:\n  name: x\nspec:\n  items:\n    - {name: b, v: 2}\n"
+	schema, cr, crPatch := customSchema, customCR, customPatch
 	smp := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n        - name: web\n          image: web:2\n"
 	root := testtree.New(t, map[string]string{
 		"with/kustomization.yaml":    "resources: [cr.yaml]\nopenapi:\n  path: schema.json\npatches:\n  - path: patch.yaml\n",
@@ -151,9 +149,8 @@ func TestBuildsClaim(t *testing.T) {
 }
 
 // TestAhead: builds started ahead give what builds on their own give,
-// with the files they read, including a failing one and a SOPS secret
-// read through the decryptor; a spec built twice after one Start builds
-// the second time itself.
+// with the files they read, a failing one its error; a spec built twice
+// after one Start builds the second time itself.
 func TestAhead(t *testing.T) {
 	root := testtree.New(t, map[string]string{
 		"a/kustomization.yaml":   "resources: [cm.yaml]\n",
