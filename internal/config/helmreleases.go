@@ -150,7 +150,7 @@ func (r *Repo) renderRelease(ctx context.Context, t *Target, res *render.Result,
 			objs = append(objs, origin(hook(h), h.Source))
 		}
 	}
-	crds := crdScopes(res.Set.Objects, objs)
+	crds := crdKinds(res.Set.Objects, objs)
 	for _, u := range objs {
 		if u.GetNamespace() == "" && namespaced(u, crds) {
 			u.SetNamespace(rendered.Namespace)
@@ -795,40 +795,18 @@ func (r *Repo) clusterAPIVersions(ctx context.Context, t *Target, res *render.Re
 // Kubernetes' own (helm.RenderOptions).
 func definedAPIVersions(objs []*unstructured.Unstructured) []string {
 	var out []string
-	for _, o := range objs {
-		if !manifest.IsCRD(o) {
-			continue
-		}
-		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
-		versions, _, _ := unstructured.NestedSlice(o.Object, "spec", "versions")
-		for _, v := range versions {
-			m, _ := v.(map[string]any)
-			name, _ := m["name"].(string)
-			if name == "" || group == "" {
-				continue
-			}
-			out = append(out, group+"/"+name, group+"/"+name+"/"+kind)
-		}
+	for _, c := range manifest.CRDs(objs) {
+		out = append(out, c.APIVersions()...)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
 }
 
-// crdScopes maps group/Kind to the scope (Namespaced or Cluster) of each
-// CRD among the object lists.
-func crdScopes(lists ...[]*unstructured.Unstructured) map[string]string {
-	m := map[string]string{}
-	for _, objs := range lists {
-		for _, o := range objs {
-			if !manifest.IsCRD(o) {
-				continue
-			}
-			group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
-			kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
-			scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
-			m[group+"/"+kind] = scope
-		}
+// crdKinds maps group/Kind to each CRD among the object lists.
+func crdKinds(lists ...[]*unstructured.Unstructured) map[string]manifest.CRD {
+	m := map[string]manifest.CRD{}
+	for _, c := range manifest.CRDs(lists...) {
+		m[c.Group+"/"+c.Kind] = c
 	}
 	return m
 }
@@ -837,12 +815,12 @@ func crdScopes(lists ...[]*unstructured.Unstructured) map[string]string {
 // built-in Kubernetes schema says, else as a CRD of the render says, else
 // yes (kustomize's and Helm's assumption for an unknown kind; apply sets
 // it right from the cluster's REST mapping).
-func namespaced(u *unstructured.Unstructured, crds map[string]string) bool {
+func namespaced(u *unstructured.Unstructured, crds map[string]manifest.CRD) bool {
 	if ns, known := render.NamespaceScoped(u.GetAPIVersion(), u.GetKind()); known {
 		return ns
 	}
-	if scope, ok := crds[u.GroupVersionKind().Group+"/"+u.GetKind()]; ok {
-		return scope != "Cluster"
+	if c, ok := crds[u.GroupVersionKind().Group+"/"+u.GetKind()]; ok {
+		return c.Namespaced()
 	}
 	return true
 }

@@ -26,7 +26,7 @@ import (
 // files name where a plain object came from), chart the origins of the
 // objects charts rendered.
 func (r *Repo) checkIdentities(t *Target, res, build *render.Result, chart map[*unstructured.Unstructured]string) error {
-	crds := crdScopes(res.Set.Objects)
+	crds := crdKinds(res.Set.Objects)
 	var kustomized map[*unstructured.Unstructured]string // found on the first duplicate only
 	origin := func(u *unstructured.Unstructured) string {
 		if o, ok := chart[u]; ok {

@@ -249,7 +249,7 @@ func newInstall(r *Release, opts RenderOptions, limits budget.Limits, at stage) 
 // order otherwise.
 func crdsFirst(objs []sourced) {
 	sort.SliceStable(objs, func(i, j int) bool {
-		return isCRD(objs[i].u) && !isCRD(objs[j].u)
+		return manifest.IsCRD(objs[i].u) && !manifest.IsCRD(objs[j].u)
 	})
 }
 
@@ -257,10 +257,6 @@ func crdsFirst(objs []sourced) {
 // (web/templates/x.yaml) relative to the chart: templates/x.yaml.
 func chartFile(chartName, path string) string {
 	return strings.TrimPrefix(path, chartName+"/")
-}
-
-func isCRD(u *unstructured.Unstructured) bool {
-	return u.GetKind() == "CustomResourceDefinition" && strings.HasPrefix(u.GetAPIVersion(), "apiextensions.k8s.io/")
 }
 
 // hooksOf reads Helm's hooks in execution order, each once with the

@@ -498,7 +498,7 @@ func (c *Client) prepare(objs []*unstructured.Unstructured, setID string, leaveO
 				u.SetNamespace("")
 			}
 		case meta.IsNoMatchError(err):
-			scope, ok := crds[gvk.GroupKind()]
+			crd, ok := crds[gvk.GroupKind()]
 			if !ok && leaveOut != nil {
 				if reason := leaveOut(u); reason != "" {
 					leftOut = append(leftOut, Change{Object: manifest.IDOf(u), Action: Skipped, Reason: reason})
@@ -509,7 +509,7 @@ func (c *Client) prepare(objs []*unstructured.Unstructured, setID string, leaveO
 				errs = append(errs, fmt.Errorf("%s: kind %s (apiVersion %s) is not known to the cluster and no CRD in the target defines it", manifest.IDOf(u), gvk.Kind, gvk.GroupVersion()))
 				continue
 			}
-			if scope == "Namespaced" && u.GetNamespace() == "" {
+			if crd.Namespaced() && u.GetNamespace() == "" {
 				u.SetNamespace(c.namespace)
 			}
 		default:
@@ -548,17 +548,11 @@ func (c *Client) prepare(objs []*unstructured.Unstructured, setID string, leaveO
 	return out, leftOut, nil
 }
 
-// renderedCRDs returns the kinds the render's CRDs define, with their scope.
-func renderedCRDs(objs []*unstructured.Unstructured) map[schema.GroupKind]string {
-	out := map[schema.GroupKind]string{}
-	for _, o := range objs {
-		if !manifest.IsCRD(o) {
-			continue
-		}
-		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
-		scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
-		out[schema.GroupKind{Group: group, Kind: kind}] = scope
+// renderedCRDs returns the kinds the render's CRDs define.
+func renderedCRDs(objs []*unstructured.Unstructured) map[schema.GroupKind]manifest.CRD {
+	out := map[schema.GroupKind]manifest.CRD{}
+	for _, c := range manifest.CRDs(objs) {
+		out[schema.GroupKind{Group: c.Group, Kind: c.Kind}] = c
 	}
 	return out
 }

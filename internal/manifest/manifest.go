@@ -190,12 +190,6 @@ func KindWave(u *unstructured.Unstructured) int {
 	}
 }
 
-// IsCRD reports a CustomResourceDefinition.
-func IsCRD(u *unstructured.Unstructured) bool {
-	gvk := u.GroupVersionKind()
-	return gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition"
-}
-
 // Less orders identities by namespace, group, kind and name.
 func Less(a, b ID) bool {
 	if a.Namespace != b.Namespace {
