@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/notify"
+	"github.com/ferry-ci/ferry/internal/output"
 	"github.com/ferry-ci/ferry/internal/render"
 )
 
@@ -28,7 +28,7 @@ type applyOptions struct {
 }
 
 func newApplyCmd(e *env) *cobra.Command {
-	o := &applyOptions{apply: kube.DefaultApplyOptions(), format: newChoice("text", "json", "markdown")}
+	o := &applyOptions{apply: kube.DefaultApplyOptions(), format: newChoice(output.Names(kube.ChangeSets{}.Formats())...)}
 	o.apply.LeaveOut = config.ActsOn
 	cmd := &cobra.Command{
 		Use:     "apply [TARGET...]",
@@ -92,11 +92,7 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	sets, applyErr := kube.ApplyFleet(ctx, fleet, plan, o.parallel)
 	// The API server's messages may quote what it was sent.
 	e.masker.Redact(sets)
-	var out strings.Builder
-	if err := kube.WriteChangeSets(&out, sets, o.format.value); err != nil {
-		return err
-	}
-	if _, err := io.WriteString(e.stdout, e.masker.Mask(out.String())); err != nil {
+	if err := e.print(kube.ChangeSets(sets), o.format.value); err != nil {
 		return err
 	}
 	e.output("applied", strconv.Itoa(kube.CountAll(sets, kube.Created, kube.Configured, kube.Replaced)))

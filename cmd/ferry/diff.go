@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/diff"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/notify"
+	"github.com/ferry-ci/ferry/internal/output"
 )
 
 type diffOptions struct {
@@ -41,7 +42,7 @@ type diffOptions struct {
 }
 
 func newDiffCmd(e *env) *cobra.Command {
-	o := &diffOptions{format: newChoice("text", "json", "markdown"), color: newChoice("auto", "always", "never")}
+	o := &diffOptions{format: newChoice(output.Names((&diff.Report{}).Formats())...), color: newChoice("auto", "always", "never")}
 	cmd := &cobra.Command{
 		Use:     "diff --base REF [--head REF] [TARGET...]",
 		Short:   "Diff the rendered manifests of two revisions, object by object",
@@ -105,7 +106,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 			return fmt.Errorf("--report-file: %w", err)
 		}
 	}
-	if err := printDiff(e, o, report, markdown); err != nil {
+	if err := printDiff(e, o, report); err != nil {
 		return err
 	}
 	var commentErr error
@@ -141,25 +142,14 @@ func (o *diffOptions) liveCompare(e *env) func(context.Context, *config.Target, 
 	}
 }
 
-// printDiff writes the report in --format (the markdown is made once, for
-// the summary and the comment too).
-func printDiff(e *env, o *diffOptions, r *diff.Report, markdown string) error {
-	var b strings.Builder
-	var err error
-	switch o.format.value {
-	case "json":
-		err = diff.JSON(&b, r)
-	case "markdown":
-		b.WriteString(markdown + "\n")
-	default:
-		color := o.color.value == "always" || o.color.value == "auto" && isTerminal(e.stdout) && e.getenv("NO_COLOR") == ""
-		err = diff.Text(&b, r, color)
+// printDiff writes the report in --format, its text colored for a
+// terminal (--color).
+func printDiff(e *env, o *diffOptions, r *diff.Report) error {
+	var res output.Result = r
+	if o.color.value == "always" || o.color.value == "auto" && isTerminal(e.stdout) && e.getenv("NO_COLOR") == "" {
+		res = diff.Colored{Report: r}
 	}
-	if err != nil {
-		return err
-	}
-	_, err = io.WriteString(e.stdout, e.masker.Mask(b.String()))
-	return err
+	return e.print(res, o.format.value)
 }
 
 // isTerminal reports whether w writes to a terminal, itself or through

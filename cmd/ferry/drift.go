@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/drift"
 	"github.com/ferry-ci/ferry/internal/forge"
 	"github.com/ferry-ci/ferry/internal/kube"
+	"github.com/ferry-ci/ferry/internal/output"
 )
 
 type driftOptions struct {
@@ -35,7 +35,7 @@ type driftOptions struct {
 }
 
 func newDriftCmd(e *env) *cobra.Command {
-	o := &driftOptions{compare: kube.DefaultCompareOptions(), apply: kube.DefaultApplyOptions(), format: newChoice("text", "json", "markdown")}
+	o := &driftOptions{compare: kube.DefaultCompareOptions(), apply: kube.DefaultApplyOptions(), format: newChoice(output.Names(drift.Reports{}.Formats())...)}
 	o.compare.LeaveOut, o.apply.LeaveOut = config.ActsOn, config.ActsOn
 	cmd := &cobra.Command{
 		Use:     "drift [TARGET...]",
@@ -97,11 +97,7 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 		run := actions.New(e.getenv, e.stdout).RunURL()
 		issueErr = drift.SyncIssues(ctx, issueForge, o.issueLabel, reports, revision, run, e.masker.Mask)
 	}
-	var out strings.Builder
-	if err := drift.Write(&out, reports, o.format.value); err != nil {
-		return err
-	}
-	if _, err := io.WriteString(e.stdout, e.masker.Mask(out.String())); err != nil {
+	if err := e.print(drift.Reports(reports), o.format.value); err != nil {
 		return err
 	}
 	if err := reportDriftToActions(e, reports, summary); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/images"
+	"github.com/ferry-ci/ferry/internal/output"
 )
 
 // ownSecretVars are the variables whose values ferry hides whenever they
@@ -115,6 +116,18 @@ func (e *env) flushStreams() {
 			_ = f.Flush()
 		}
 	}
+}
+
+// print writes res in format to stdout (output.Result), masked as a
+// whole, so a secret that spans lines is caught too, before the stream
+// masks it again line by line.
+func (e *env) print(res output.Result, format string) error {
+	var b strings.Builder
+	if err := res.Write(&b, output.Format(format)); err != nil {
+		return err
+	}
+	_, err := io.WriteString(e.stdout, e.masker.Mask(b.String()))
+	return err
 }
 
 // maskedRuntime is an Actions runtime whose writes are masked, for

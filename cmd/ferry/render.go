@@ -10,6 +10,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/confine"
 	"github.com/ferry-ci/ferry/internal/manifest"
+	"github.com/ferry-ci/ferry/internal/output"
 	"github.com/ferry-ci/ferry/internal/render"
 )
 
@@ -22,7 +23,7 @@ type renderOptions struct {
 }
 
 func newRenderCmd(e *env) *cobra.Command {
-	o := &renderOptions{format: newChoice("text", "json")}
+	o := &renderOptions{format: newChoice(output.Names((&config.Listing{}).Formats())...)}
 	cmd := &cobra.Command{
 		Use:     "render [TARGET...]",
 		Short:   "Print the rendered, decrypted manifests of targets",
@@ -120,8 +121,5 @@ func printListing(ctx context.Context, e *env, repo *config.Repo, format string)
 		return err
 	}
 	e.masker.Redact(l)
-	if format == "json" {
-		return l.JSON(e.stdout)
-	}
-	return l.Text(e.stdout)
+	return e.print(l, format)
 }

@@ -1,13 +1,15 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ferry-ci/ferry/internal/output"
 )
 
 // Set at build time by the release build (internal/release) and the
@@ -57,21 +59,29 @@ func readBuildInfo() buildInfo {
 	return b
 }
 
+// Formats are text and json (output.Result).
+func (b buildInfo) Formats() []output.Format { return []output.Format{output.Text, output.JSON} }
+
+// Write writes the build information in f.
+func (b buildInfo) Write(w io.Writer, f output.Format) error {
+	switch f {
+	case output.Text:
+		_, err := fmt.Fprintln(w, b.text())
+		return err
+	case output.JSON:
+		return output.WriteJSON(w, b)
+	}
+	return output.Check(f, b.Formats())
+}
+
 func newVersionCmd(e *env) *cobra.Command {
-	format := newChoice("text", "json")
+	format := newChoice(output.Names(buildInfo{}.Formats())...)
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print ferry's version, commit, build date and Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b := readBuildInfo()
-			if format.value == "json" {
-				enc := json.NewEncoder(e.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(b)
-			}
-			_, err := fmt.Fprintln(e.stdout, b.text())
-			return err
+			return e.print(readBuildInfo(), format.value)
 		},
 	}
 	cmd.Flags().Var(format, "format", "output format: text or json")

@@ -2,7 +2,6 @@ package config
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"text/tabwriter"
 	"unicode"
 
+	"github.com/ferry-ci/ferry/internal/output"
 	"github.com/ferry-ci/ferry/internal/render"
 )
 
@@ -82,9 +82,21 @@ func (r *Repo) List(ctx context.Context) (*Listing, error) {
 
 // JSON writes the listing as indented JSON.
 func (l *Listing) JSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(l)
+	return output.WriteJSON(w, l)
+}
+
+// Formats are text and json (output.Result).
+func (l *Listing) Formats() []output.Format { return []output.Format{output.Text, output.JSON} }
+
+// Write writes the listing in f.
+func (l *Listing) Write(w io.Writer, f output.Format) error {
+	switch f {
+	case output.Text:
+		return l.Text(w)
+	case output.JSON:
+		return l.JSON(w)
+	}
+	return output.Check(f, l.Formats())
 }
 
 // Text writes the listing as a table, then a line per cluster (`cluster

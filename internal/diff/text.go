@@ -1,10 +1,11 @@
 package diff
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/ferry-ci/ferry/internal/output"
 )
 
 const (
@@ -98,9 +99,37 @@ func plainKeys(added, removed, changed []string, changedWord string) string {
 
 // JSON writes the report as indented JSON.
 func JSON(w io.Writer, r *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return output.WriteJSON(w, r)
+}
+
+// Formats are text, json and markdown (output.Result).
+func (r *Report) Formats() []output.Format { return output.All }
+
+// Write writes the report in f: text without color, JSON, or the
+// markdown of Markdown, its parts one after the other.
+func (r *Report) Write(w io.Writer, f output.Format) error {
+	return write(w, r, f, false)
+}
+
+// Colored is a report whose text is colored for a terminal (ANSI).
+type Colored struct{ *Report }
+
+// Write writes the report in f, its text colored.
+func (c Colored) Write(w io.Writer, f output.Format) error {
+	return write(w, c.Report, f, true)
+}
+
+func write(w io.Writer, r *Report, f output.Format, color bool) error {
+	switch f {
+	case output.Text:
+		return Text(w, r, color)
+	case output.JSON:
+		return JSON(w, r)
+	case output.Markdown:
+		_, err := io.WriteString(w, strings.Join(Markdown(r), "\n")+"\n")
+		return err
+	}
+	return output.Check(f, r.Formats())
 }
 
 func printObjects(b *strings.Builder, objects []Object, prefix string, paint func(c, s string) string) {

@@ -1,21 +1,28 @@
 package drift
 
 import (
-	"fmt"
 	"io"
+
+	"github.com/ferry-ci/ferry/internal/output"
 )
 
-// Write writes the reports in format: text, json or markdown.
-func Write(w io.Writer, reports []*Report, format string) error {
-	switch format {
-	case "json":
-		return JSON(w, reports)
-	case "markdown":
-		return Markdown(w, reports)
-	case "text":
-		return Text(w, reports)
+// Reports are the reports of a drift run (output.Result).
+type Reports []*Report
+
+// Formats are text, json and markdown.
+func (rs Reports) Formats() []output.Format { return output.All }
+
+// Write writes the reports in f.
+func (rs Reports) Write(w io.Writer, f output.Format) error {
+	switch f {
+	case output.JSON:
+		return JSON(w, rs)
+	case output.Markdown:
+		return Markdown(w, rs)
+	case output.Text:
+		return Text(w, rs)
 	}
-	return fmt.Errorf("unknown format %q", format)
+	return output.Check(f, rs.Formats())
 }
 
 // Outcome names the targets that could not be checked or healed, and

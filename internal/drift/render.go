@@ -1,13 +1,13 @@
 package drift
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/markdown"
+	"github.com/ferry-ci/ferry/internal/output"
 )
 
 // JSON writes the reports as one JSON array.
@@ -15,9 +15,7 @@ func JSON(w io.Writer, reports []*Report) error {
 	if reports == nil {
 		reports = []*Report{}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(reports)
+	return output.WriteJSON(w, reports)
 }
 
 // Text writes the reports for a terminal or a log.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/manifest"
+	"github.com/ferry-ci/ferry/internal/output"
 )
 
 // hookJob is a Helm hook Job of a rendered HelmRelease: phase pre or
@@ -394,7 +395,7 @@ func TestHookChangesReported(t *testing.T) {
 		{Object: job, Action: kube.Deleted, Reason: "hook-delete-policy hook-succeeded"},
 	}}
 	var text strings.Builder
-	if err := kube.WriteChangeSets(&text, []*kube.ChangeSet{hooks}, "text"); err != nil {
+	if err := (kube.ChangeSets{hooks}).Write(&text, output.Text); err != nil {
 		t.Fatal(err)
 	}
 	want := `target apps (applied abc): 1 replaced, 1 deleted

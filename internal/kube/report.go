@@ -1,30 +1,41 @@
 package kube
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/ferry-ci/ferry/internal/markdown"
+	"github.com/ferry-ci/ferry/internal/output"
 )
 
-// WriteChangeSets writes change sets as `ferry apply` prints them: format
-// text (a line per target and per object), json or markdown.
-func WriteChangeSets(w io.Writer, sets []*ChangeSet, format string) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
+// ChangeSets are the change sets of a run, as `ferry apply` and `ferry
+// drift --heal` print them (output.Result).
+type ChangeSets []*ChangeSet
+
+// Formats are text (a line per target and per object), json and
+// markdown.
+func (sets ChangeSets) Formats() []output.Format { return output.All }
+
+// Write writes the change sets in f.
+func (sets ChangeSets) Write(w io.Writer, f output.Format) error {
+	switch f {
+	case output.JSON:
 		if sets == nil {
-			sets = []*ChangeSet{}
+			sets = ChangeSets{}
 		}
-		return enc.Encode(sets)
-	case "markdown":
+		return output.WriteJSON(w, sets)
+	case output.Markdown:
 		_, err := io.WriteString(w, MarkdownChangeSets(sets))
 		return err
+	case output.Text:
+		return sets.text(w)
 	}
+	return output.Check(f, sets.Formats())
+}
+
+func (sets ChangeSets) text(w io.Writer) error {
 	for _, cs := range sets {
 		if cs.NotAttempted != "" {
 			fmt.Fprintf(w, "target %s (not attempted): %s\n", cs.Target, cs.NotAttempted)
