@@ -54,8 +54,9 @@ func CRDs(lists ...[]*unstructured.Unstructured) []CRD {
 	return out
 }
 
-// Namespaced reports whether the CRD's resources belong in a namespace
-// (any scope but Cluster: the API server defaults it to Namespaced).
+// Namespaced reports whether the CRD's resources belong in a namespace:
+// any scope but Cluster (apiextensions v1beta1 defaulted a missing scope
+// to Namespaced; v1 requires it).
 func (c CRD) Namespaced() bool { return c.Scope != "Cluster" }
 
 // APIVersions are the group/versions the CRD serves and the
