@@ -120,11 +120,11 @@ const (
 // Repo is a repository with its targets. Renders are cached, so a target
 // rendered during discovery or as a substituteFrom source is built once.
 //
-// Footprint, Build, Render and RendersReleases may be called from several
-// goroutines: they take turns on one Repo. A proposed revision (LoadProposed) reads its
-// trusted one under the trusted Repo's turn, so the two revisions of a
-// diff render side by side. The other methods are not safe for
-// concurrent use.
+// Footprint, Build, Render and RendersReleases may be called from
+// several goroutines: they take turns on one Repo. A proposed
+// revision (LoadProposed) reads its trusted one in the trusted Repo's
+// turn, so the two revisions of a diff render side by side. The other
+// methods are not safe for concurrent use.
 type Repo struct {
 	Root     string
 	File     *File
@@ -163,8 +163,8 @@ type Repo struct {
 	// not given (LoadProposed): "ferry.yaml changes sources: ...".
 	Notes []string
 
-	// mu gives Footprint, Build and Render their turns, and a proposed
-	// revision its reads of this one (trustedSourceObject).
+	// mu gives the methods that may run at once their turns (see Repo),
+	// and a proposed revision its reads of this one (trustedTurn).
 	mu sync.Mutex
 
 	// ready is closed when discoverTargets is done: a proposed revision
@@ -531,9 +531,10 @@ func (r *Repo) RenderAll(ctx context.Context, targets []*Target) ([]*render.Resu
 	window := 2 * runtime.GOMAXPROCS(0)
 	results := make([]*render.Result, 0, len(targets))
 	var errs []error
+	next := 0 // the first target not started ahead
 	for i, t := range targets {
-		for _, next := range targets[i:min(i+window, len(targets))] {
-			r.buildAhead(next)
+		for ; next < min(i+window, len(targets)); next++ {
+			r.buildAhead(targets[next])
 		}
 		res, err := r.Render(ctx, t)
 		if err != nil {
