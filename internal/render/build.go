@@ -250,9 +250,8 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 // the repository, the folder and the kustomization Flux's generator makes
 // of the folder's own and the Kustomization's spec.
 type kustomizeInput struct {
-	root, dir, path string
-	kfile           string
-	kdata           []byte
+	root, dir, kfile string
+	kdata            []byte
 }
 
 func prepareKustomize(spec Spec) (*kustomizeInput, error) {
@@ -280,7 +279,7 @@ func prepareKustomize(spec Spec) (*kustomizeInput, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: generating kustomization: %w", path, err)
 	}
-	return &kustomizeInput{root: root, dir: dir, path: path, kfile: kfile, kdata: kdata}, nil
+	return &kustomizeInput{root: root, dir: dir, kfile: kfile, kdata: kdata}, nil
 }
 
 // kustomize runs the kustomize build of in through a new repoFS, which
