@@ -32,7 +32,7 @@ import (
 // shared build when it is read (repoFS.ownSchema), and the build runs
 // again holding the schema alone.
 func kustomizeBuild(fs *repoFS, dir string, top []byte, patchCopy int64) ([]*resource.Resource, error) {
-	if !setsOpenAPI(top) {
+	if !sets(top, "openapi") {
 		done := kschema.Share()
 		fs.setShared(true)
 		out, err := krustyBuild(fs, dir, top, patchCopy)
@@ -57,7 +57,7 @@ func krustyBuild(fs *repoFS, dir string, top []byte, patchCopy int64) (out []*re
 	// its resource map, which checks each against all the others: quadratic,
 	// a fifth of a 1,000-object build. legacySort gives the same order
 	// in O(n log n).
-	own := !setsSortOptions(top)
+	own := !sets(top, "sortOptions")
 	reorder := krusty.ReorderOptionUnspecified
 	if own {
 		reorder = krusty.ReorderOptionNone
@@ -83,28 +83,14 @@ func krustyBuild(fs *repoFS, dir string, top []byte, patchCopy int64) (out []*re
 	return out, nil
 }
 
-// setsOpenAPI reports whether a kustomization sets the openapi: field
-// (an unreadable one counts: kustomize says what is wrong).
-func setsOpenAPI(kustomization []byte) bool {
-	var k struct {
-		OpenAPI any `json:"openapi"`
-	}
+// sets reports whether a kustomization sets field (an unreadable one
+// counts: kustomize says what is wrong when it builds it).
+func sets(kustomization []byte, field string) bool {
+	var k map[string]any
 	if err := yaml.Unmarshal(kustomization, &k); err != nil {
 		return true
 	}
-	return k.OpenAPI != nil
-}
-
-// setsSortOptions reports whether a kustomization sets sortOptions (an
-// unreadable one is left to kustomize, which says what is wrong).
-func setsSortOptions(kustomization []byte) bool {
-	var k struct {
-		SortOptions any `json:"sortOptions"`
-	}
-	if err := yaml.Unmarshal(kustomization, &k); err != nil {
-		return true
-	}
-	return k.SortOptions != nil
+	return k[field] != nil
 }
 
 // legacyFirst and legacyLast are kustomize's default legacy order

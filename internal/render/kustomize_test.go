@@ -96,8 +96,8 @@ func TestSetsSortOptions(t *testing.T) {
 		"resources: [\n":                           true, // unreadable: kustomize's turn
 		"apiVersion: kustomize.config.k8s.io/v1\n": false,
 	} {
-		if got := setsSortOptions([]byte(in)); got != want {
-			t.Errorf("setsSortOptions(%q) = %v, want %v", in, got, want)
+		if got := sets([]byte(in), "sortOptions"); got != want {
+			t.Errorf("sets(%q, sortOptions) = %v, want %v", in, got, want)
 		}
 	}
 }
