@@ -110,14 +110,10 @@ func (g *fleetGraph) provided(i int) []*unstructured.Unstructured {
 	return out
 }
 
-// FleetPlan is what PreflightFleet found: the targets already at the
-// revision being applied with nothing to do, and their change sets, so
-// ApplyFleet does not read them again.
+// FleetPlan is what PreflightFleet found: each target's plan, by the
+// targets' index, for ApplyFleet to carry out.
 type FleetPlan struct {
-	// plans are by target index: each target read and checked.
-	plans []*targetPlan
-	// noop marks the targets with nothing to do.
-	noop []bool
+	Plans []*Plan
 }
 
 // PreflightFleet dry-runs every target (mapping, server dry-run, rollback
@@ -133,7 +129,7 @@ func PreflightFleet(ctx context.Context, targets []FleetTarget, parallel int) (*
 	if err != nil {
 		return nil, err
 	}
-	plan := &FleetPlan{plans: make([]*targetPlan, len(targets)), noop: make([]bool, len(targets))}
+	plan := &FleetPlan{Plans: make([]*Plan, len(targets))}
 	if parallel < 1 {
 		parallel = 1
 	}
@@ -155,20 +151,20 @@ func PreflightFleet(ctx context.Context, targets []FleetTarget, parallel int) (*
 				return
 			}
 			defer func() { <-sem }()
-			opts := withDefaults(t.Options)
-			opts.Target, opts.Provided, opts.reads = t.Name, g.provided(i), snaps[t.Client]
+			opts := t.Options.withDefaults()
+			opts.Target, opts.Provided = t.Name, g.provided(i)
 			if err := t.Client.reachable(ctx); err != nil {
 				errs[i] = fmt.Errorf("target %q: %w", t.Name, err)
 				return
 			}
 			// What a re-run of an unchanged fleet costs is each target's
 			// reads, once: ApplyFleet carries out these plans.
-			p, err := t.Client.planApply(ctx, t.Objects, opts)
+			p, err := t.Client.plan(ctx, t.Objects, opts.PlanOptions, snaps[t.Client])
 			if err != nil {
 				errs[i] = fmt.Errorf("target %q: %w", t.Name, err)
 				return
 			}
-			plan.plans[i], plan.noop[i] = p, p.noop(opts)
+			plan.Plans[i] = p
 		}()
 	}
 	wg.Wait()
@@ -185,7 +181,7 @@ func readSnapshots(ctx context.Context, targets []FleetTarget) map[*Client]*snap
 	byClient := map[*Client][]snapTarget{}
 	for _, t := range targets {
 		if t.Client != nil {
-			opts := withDefaults(t.Options)
+			opts := t.Options.withDefaults()
 			byClient[t.Client] = append(byClient[t.Client], snapTarget{name: t.Name, inventoryNamespace: opts.InventoryNamespace, objects: t.Objects})
 		}
 	}
@@ -216,8 +212,9 @@ func readSnapshots(ctx context.Context, targets []FleetTarget) map[*Client]*snap
 // with NotAttempted says why), while the others go on. The change sets
 // come back in the targets' order; the error joins every failure.
 //
-// plan, from PreflightFleet (nil without one), spares the targets it found
-// with nothing to do.
+// plan, from PreflightFleet (nil without one), has each target's plan:
+// ApplyFleet carries them out (ApplyPlan) instead of planning again, and
+// a target whose plan has nothing to do costs no write.
 func ApplyFleet(ctx context.Context, targets []FleetTarget, plan *FleetPlan, parallel int) ([]*ChangeSet, error) {
 	g, err := newFleetGraph(targets)
 	if err != nil {
@@ -255,29 +252,26 @@ func ApplyFleet(ctx context.Context, targets []FleetTarget, plan *FleetPlan, par
 					return
 				}
 			}
-			if plan != nil && plan.noop[i] {
-				cs := &ChangeSet{Target: t.Name, Revision: t.Options.Revision}
-				if err := t.Client.unchangedSet(ctx, plan.plans[i], t.Options, cs); err != nil {
-					cs.Error = err.Error()
-					errs[i] = fmt.Errorf("target %q: %w", t.Name, err)
+			// A target with nothing to do costs reads only: it takes no turn.
+			if plan == nil || plan.Plans[i] == nil || !plan.Plans[i].Noop() {
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					sets[i] = &ChangeSet{Target: t.Name, Revision: t.Options.Revision, NotAttempted: "the run was stopped"}
+					errs[i] = fmt.Errorf("target %q: %w", t.Name, ctx.Err())
+					return
 				}
-				sets[i] = cs
-				return
+				defer func() { <-sem }()
 			}
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				sets[i] = &ChangeSet{Target: t.Name, Revision: t.Options.Revision, NotAttempted: "the run was stopped"}
-				errs[i] = fmt.Errorf("target %q: %w", t.Name, ctx.Err())
-				return
-			}
-			defer func() { <-sem }()
 			opts := t.Options
 			opts.Target, opts.Provided = t.Name, g.provided(i)
-			if plan != nil {
-				opts.planned = plan.plans[i]
+			var cs *ChangeSet
+			var err error
+			if plan != nil && plan.Plans[i] != nil {
+				cs, err = t.Client.ApplyPlan(ctx, plan.Plans[i], opts)
+			} else {
+				cs, err = t.Client.Apply(ctx, t.Objects, opts)
 			}
-			cs, err := t.Client.Apply(ctx, t.Objects, opts)
 			if cs == nil {
 				cs = &ChangeSet{Target: t.Name, Revision: opts.Revision}
 			}

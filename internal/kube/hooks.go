@@ -140,7 +140,7 @@ func (c *Client) deleteHook(ctx context.Context, o *object, uid string, deadline
 	}
 	err := c.resource(o).Delete(ctx, o.u.GetName(), opts)
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("%s: deleting hook: %w", o.id, err)
+		return &ObjectError{ID: o.id, Err: fmt.Errorf("deleting hook: %w", err)}
 	}
 	for {
 		u, err := c.resource(o).Get(ctx, o.u.GetName(), metav1.GetOptions{})
@@ -148,12 +148,12 @@ func (c *Client) deleteHook(ctx context.Context, o *object, uid string, deadline
 		case apierrors.IsNotFound(err):
 			return nil
 		case err != nil:
-			return fmt.Errorf("%s: waiting for the hook's deletion: %w", o.id, err)
+			return &ObjectError{ID: o.id, Err: fmt.Errorf("waiting for the hook's deletion: %w", err)}
 		case uid != "" && string(u.GetUID()) != uid:
 			return nil // gone, and created again by someone else
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: hook still present after deleting it (finalizers %v)", o.id, u.GetFinalizers())
+			return &ObjectError{ID: o.id, Err: fmt.Errorf("hook still present after deleting it (finalizers %v)", u.GetFinalizers())}
 		}
 		select {
 		case <-ctx.Done():
@@ -238,9 +238,9 @@ func (c *Client) awaitHooks(ctx context.Context, objs []*object, deadline time.T
 // and drift does not call it missing); a hook that failed, or was not
 // Current in time, loses its record so the next apply runs it again, and
 // is deleted when it has hook-failed.
-func (c *Client) finishHooks(ctx context.Context, objs []*object, opts ApplyOptions, cs *ChangeSet, records map[string]Record) error {
-	deadline := time.Now().Add(opts.Timeout)
-	done, failed, failedObjs, waitErr := c.awaitHooks(ctx, objs, deadline, opts.Timeout)
+func (c *Client) finishHooks(ctx context.Context, objs []*object, timeout time.Duration, cs *ChangeSet, records map[string]Record) error {
+	deadline := time.Now().Add(timeout)
+	done, failed, failedObjs, waitErr := c.awaitHooks(ctx, objs, deadline, timeout)
 	var errs []error
 	if waitErr != nil {
 		errs = append(errs, waitErr)

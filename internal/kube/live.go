@@ -183,7 +183,7 @@ func (c *Client) readNonMembers(ctx context.Context, fetch []*object, byObject m
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return keep(byObject[o], describe(o.id, err))
+			return keep(byObject[o], &ObjectError{ID: o.id, Err: err})
 		default:
 			byObject[o].Live = u
 		}
@@ -225,7 +225,7 @@ func (c *Client) dryRunEach(ctx context.Context, dry []*object, byObject map[*ob
 	return c.each(ctx, dry, concurrency, func(ctx context.Context, o *object) error {
 		res, err := c.patch(ctx, o, true, true)
 		if err != nil {
-			return keep(byObject[o], describe(o.id, err))
+			return keep(byObject[o], &ObjectError{ID: o.id, Err: err})
 		}
 		byObject[o].DryRun = res
 		return nil

@@ -86,7 +86,7 @@ func (c *Client) listMembers(ctx context.Context, inv *Inventory, desired []*obj
 // prunable splits the live members that are no longer rendered into those
 // to delete and those an annotation protects, and applies the mass-prune
 // guard before anything is written.
-func prunable(live map[string]*unstructured.Unstructured, desired []*object, opts ApplyOptions) (prune, kept []*unstructured.Unstructured, err error) {
+func prunable(live map[string]*unstructured.Unstructured, desired []*object, opts PlanOptions) (prune, kept []*unstructured.Unstructured, err error) {
 	want := map[string]bool{}
 	for _, o := range desired {
 		want[o.key] = true
@@ -115,7 +115,7 @@ func prunable(live map[string]*unstructured.Unstructured, desired []*object, opt
 
 // pruneChanges reports members no longer rendered: pruned (in a dry run),
 // skipped (protected) or orphaned (pruning off).
-func pruneChanges(prune, kept []*unstructured.Unstructured, opts ApplyOptions) []Change {
+func pruneChanges(prune, kept []*unstructured.Unstructured, opts PlanOptions) []Change {
 	var out []Change
 	for _, u := range prune {
 		if opts.Prune {

@@ -28,7 +28,7 @@ func schemasOf(objs []*object) (renderedSchemas, error) {
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.u.Object, crd); err != nil {
-			return nil, fmt.Errorf("%s: %w", o.id, err)
+			return nil, &ObjectError{ID: o.id, Err: err}
 		}
 		for _, v := range crd.Spec.Versions {
 			if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
@@ -36,11 +36,11 @@ func schemasOf(objs []*object) (renderedSchemas, error) {
 			}
 			internal := &apiextensions.JSONSchemaProps{}
 			if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, internal, nil); err != nil {
-				return nil, fmt.Errorf("%s: version %s: %w", o.id, v.Name, err)
+				return nil, &ObjectError{ID: o.id, Err: fmt.Errorf("version %s: %w", v.Name, err)}
 			}
 			validator, _, err := validation.NewSchemaValidator(internal)
 			if err != nil {
-				return nil, fmt.Errorf("%s: version %s: schema: %w", o.id, v.Name, err)
+				return nil, &ObjectError{ID: o.id, Err: fmt.Errorf("version %s: schema: %w", v.Name, err)}
 			}
 			out[schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}] = validator
 		}
@@ -62,7 +62,7 @@ func (s renderedSchemas) validate(objs []*object) error {
 		content := runtime.DeepCopyJSON(o.u.Object)
 		unstructured.RemoveNestedField(content, "metadata")
 		if list := validation.ValidateCustomResource(field.NewPath(""), content, v); len(list) > 0 {
-			errs = append(errs, fmt.Errorf("%s: invalid against its CRD's schema: %w", o.id, list.ToAggregate()))
+			errs = append(errs, &ObjectError{ID: o.id, Err: fmt.Errorf("invalid against its CRD's schema: %w", list.ToAggregate())})
 		}
 	}
 	return errors.Join(errs...)

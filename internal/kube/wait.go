@@ -46,7 +46,7 @@ func (c *Client) waitEstablished(ctx context.Context, crds []*object, timeout ti
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("%s: not Established after %s", o.id, timeout)
+				return &ObjectError{ID: o.id, Err: fmt.Errorf("not Established after %s", timeout)}
 			}
 			select {
 			case <-ctx.Done():
