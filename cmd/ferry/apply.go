@@ -11,8 +11,8 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/event"
 	"github.com/ferry-ci/ferry/internal/kube"
-	"github.com/ferry-ci/ferry/internal/notify"
 	"github.com/ferry-ci/ferry/internal/output"
 	"github.com/ferry-ci/ferry/internal/render"
 )
@@ -104,44 +104,20 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	return applyErr
 }
 
-// applyEvents are the events of an apply, by cluster: for each target
-// ReconciliationSucceeded (info) with the counts of its change set,
-// ReconciliationFailed (error) with its error, or DependencyNotReady
-// (error) saying which dependency stopped it.
-func applyEvents(targets []*config.Target, sets []*kube.ChangeSet) map[string][]notify.Event {
+// applyEvents are the events of an apply, by cluster: each target's
+// change set's (kube.ChangeSet.Event), about its Flux Kustomization.
+func applyEvents(targets []*config.Target, sets []*kube.ChangeSet) map[string][]event.Event {
 	byName := map[string]*config.Target{}
 	for _, t := range targets {
 		byName[t.Name] = t
 	}
-	out := map[string][]notify.Event{}
+	out := map[string][]event.Event{}
 	for _, cs := range sets {
-		if cs == nil || byName[cs.Target] == nil {
-			continue
+		if t := byName[cs.Target]; t != nil {
+			out[t.Cluster] = append(out[t.Cluster], cs.Event(t.EventSource()))
 		}
-		t := byName[cs.Target]
-		var ev notify.Event
-		switch {
-		case cs.NotAttempted != "":
-			ev = targetEvent(t, notify.SeverityError, "DependencyNotReady", cs.Revision, "Not applied: "+cs.NotAttempted)
-		case cs.Error != "":
-			ev = targetEvent(t, notify.SeverityError, "ReconciliationFailed", cs.Revision, cs.Error)
-		default:
-			ev = targetEvent(t, notify.SeverityInfo, "ReconciliationSucceeded", cs.Revision, appliedMessage(cs))
-		}
-		out[t.Cluster] = append(out[t.Cluster], ev)
 	}
 	return out
-}
-
-// appliedMessage is "Applied revision 0123456789ab: 3 created, 2 configured,
-// 5 unchanged, 1 pruned".
-func appliedMessage(cs *kube.ChangeSet) string {
-	msg := "Applied"
-	if cs.Revision != "" {
-		msg += " revision " + kube.ShortRevision(cs.Revision)
-	}
-	return fmt.Sprintf("%s: %d created, %d configured, %d unchanged, %d pruned", msg,
-		cs.Count(kube.Created), cs.Count(kube.Configured)+cs.Count(kube.Replaced), cs.Count(kube.Unchanged), cs.Count(kube.Pruned))
 }
 
 // notifyNothingApplied sends ReconciliationFailed for every target when
@@ -151,11 +127,11 @@ func (o *applyOptions) notifyNothingApplied(ctx context.Context, e *env, repo *c
 		return
 	}
 	revision, _ := checkedOut(e, repo.Root, o.revision)
-	events := map[string][]notify.Event{}
-	for _, t := range targets {
-		events[t.Cluster] = append(events[t.Cluster], targetEvent(t, notify.SeverityError, "ReconciliationFailed", revision, err.Error()))
+	sets := make([]*kube.ChangeSet, len(targets))
+	for i, t := range targets {
+		sets[i] = &kube.ChangeSet{Target: t.Name, Revision: revision, Error: err.Error()}
 	}
-	e.notify(ctx, o.notify, repo, events)
+	e.notify(ctx, o.notify, repo, applyEvents(targets, sets))
 }
 
 // selectTargets loads the repository and the targets to apply. Invariant

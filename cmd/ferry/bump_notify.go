@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/ferry-ci/ferry/internal/bump"
 	"github.com/ferry-ci/ferry/internal/config"
-	"github.com/ferry-ci/ferry/internal/notify"
+	"github.com/ferry-ci/ferry/internal/event"
 )
 
 // notifyPRs sends PullRequestOpened or PullRequestUpdated (info) per
@@ -20,18 +18,9 @@ func (o *bumpOptions) notifyPRs(ctx context.Context, e *env, opened []bump.Opene
 	if o.notify.off {
 		return
 	}
-	var events []notify.Event
+	var events []event.Event
 	for _, p := range opened {
-		reason := ""
-		switch p.Action {
-		case "created":
-			reason = "PullRequestOpened"
-		case "updated":
-			reason = "PullRequestUpdated"
-		default:
-			continue
-		}
-		events = append(events, prEvents(p, reason)...)
+		events = append(events, p.Events()...)
 	}
 	if len(events) == 0 {
 		return
@@ -42,46 +31,5 @@ func (o *bumpOptions) notifyPRs(ctx context.Context, e *env, opened []bump.Opene
 		return
 	}
 	defer repo.Close()
-	e.notify(ctx, o.notify, repo, map[string][]notify.Event{config.AllClusters: events})
-}
-
-// prEvents are the events of one pull request: one per image policy it
-// moves, "policy old -> new, <URL>".
-func prEvents(p bump.Opened, reason string) []notify.Event {
-	type move struct{ old, new []string }
-	moves := map[string]*move{}
-	var order []string
-	refs := map[string]notify.ObjectReference{}
-	for _, c := range p.Changes {
-		if c.Policy == nil {
-			continue
-		}
-		id := c.Policy.Namespace + "/" + c.Policy.Name
-		m := moves[id]
-		if m == nil {
-			m = &move{}
-			moves[id] = m
-			order = append(order, id)
-			refs[id] = notify.ObjectReference{Kind: "ImagePolicy", APIVersion: config.ImageGroup + "/v1", Namespace: c.Policy.Namespace, Name: c.Policy.Name}
-		}
-		if !slices.Contains(m.old, c.Old) {
-			m.old = append(m.old, c.Old)
-		}
-		if !slices.Contains(m.new, c.New) {
-			m.new = append(m.new, c.New)
-		}
-	}
-	var out []notify.Event
-	for _, id := range order {
-		m := moves[id]
-		out = append(out, notify.Event{
-			InvolvedObject:      refs[id],
-			Severity:            notify.SeverityInfo,
-			Reason:              reason,
-			Message:             fmt.Sprintf("%s %s -> %s, %s", id, strings.Join(m.old, ", "), strings.Join(m.new, ", "), p.URL),
-			Metadata:            map[string]string{"pullRequest": p.URL},
-			ReportingController: notify.Controller,
-		})
-	}
-	return out
+	e.notify(ctx, o.notify, repo, map[string][]event.Event{config.AllClusters: events})
 }

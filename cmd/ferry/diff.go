@@ -92,7 +92,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 		// The events are about the head's targets; where they go is the
 		// base's to say: a pull request cannot add or redirect a Provider.
 		dopts.OnRevisions = func(ctx context.Context, base, head *config.Repo, r *diff.Report) {
-			e.notify(ctx, o.notify, base, diffEvents(head, r))
+			e.notify(ctx, o.notify, base, r.Events(head))
 		}
 	}
 	report, err := diff.Revisions(ctx, dopts)

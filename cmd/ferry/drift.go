@@ -91,7 +91,9 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	if err != nil {
 		return err
 	}
-	reports, revision := o.check(ctx, e, repo, targets)
+	checks, byName := driftTargets(ctx, repo, targets)
+	connect := func(name string) (*kube.Client, error) { return o.cluster.client(e, byName[name]) }
+	reports, revision := o.check(ctx, e, repo, checks, connect)
 	var issueErr error
 	if issues {
 		run := actions.New(e.getenv, e.stdout).RunURL()
@@ -103,18 +105,17 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	if err := reportDriftToActions(e, reports, summary); err != nil {
 		return err
 	}
-	o.notifyDrift(ctx, e, repo, targets, reports)
+	o.notifyDrift(ctx, e, repo, checks, reports, connect)
 
 	return o.driftStatus(reports, issueErr)
 }
 
 // check compares the targets with their clusters (and heals them with
 // --heal) at the checked-out revision; the reports come back masked.
-func (o *driftOptions) check(ctx context.Context, e *env, repo *config.Repo, targets []*config.Target) ([]*drift.Report, string) {
+func (o *driftOptions) check(ctx context.Context, e *env, repo *config.Repo, checks []drift.Target, connect func(string) (*kube.Client, error)) ([]*drift.Report, string) {
 	revision, isAncestor := checkedOut(e, repo.Root, o.revision)
-	checks, byName := driftTargets(ctx, repo, targets)
 	reports := drift.Check(ctx, checks, drift.CheckOptions{
-		Connect:     func(name string) (*kube.Client, error) { return o.cluster.client(e, byName[name]) },
+		Connect:     connect,
 		Compare:     o.compare,
 		Concurrency: o.concurrency,
 		Heal:        o.heal,
@@ -166,7 +167,7 @@ func driftTargets(ctx context.Context, repo *config.Repo, targets []*config.Targ
 	byName := make(map[string]*config.Target, len(targets))
 	for i, t := range targets {
 		byName[t.Name] = t
-		checks[i] = drift.Target{Name: t.Name, DependsOn: t.DependsOn, Prune: t.Prune}
+		checks[i] = drift.Target{Name: t.Name, Cluster: t.Cluster, Source: t.EventSource(), DependsOn: t.DependsOn, Prune: t.Prune}
 		if checks[i].Err = repo.Blocked(t); checks[i].Err != nil {
 			continue
 		}
@@ -222,4 +223,29 @@ func reportDriftToActions(e *env, reports []*drift.Report, summary bool) error {
 		return fmt.Errorf("step summary: %w", err)
 	}
 	return nil
+}
+
+// notifyDrift sends DriftDetected and DriftResolved once per change of a
+// target's drift state (drift.Notices), and remembers each state once
+// its events are delivered, so an undelivered change is sent again by the
+// next run.
+func (o *driftOptions) notifyDrift(ctx context.Context, e *env, repo *config.Repo, checks []drift.Target, reports []*drift.Report, connect func(string) (*kube.Client, error)) {
+	if o.notify.off {
+		return
+	}
+	ns := o.compare.InventoryNamespace
+	notices, warnings := drift.Notices(ctx, checks, reports, connect, ns)
+	for _, w := range warnings {
+		e.notifyWarning(w)
+	}
+	if len(notices) == 0 {
+		return
+	}
+	out := e.notify(ctx, o.notify, repo, drift.NoticeEvents(notices))
+	if o.notify.dryRun {
+		return
+	}
+	for _, w := range drift.Remember(ctx, notices, out.Delivered, ns) {
+		e.notifyWarning(w)
+	}
 }

@@ -230,5 +230,5 @@ func openForge(e *env, override string) (forge.Forge, error) {
 	if err != nil {
 		return nil, err
 	}
-	return maskedForge{f: f, mask: e.masker.Mask}, nil
+	return forge.Masked(f, e.masker.Mask), nil
 }

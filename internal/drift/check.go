@@ -2,6 +2,7 @@ package drift
 
 import (
 	"context"
+	"github.com/ferry-ci/ferry/internal/event"
 	"strings"
 	"sync"
 
@@ -14,6 +15,10 @@ import (
 // Target is one target to check: its rendered objects, or why it has none.
 type Target struct {
 	Name string
+	// Cluster is the target's cluster, and Source what its events are
+	// about (see Notices).
+	Cluster string
+	Source  event.Source
 	// DependsOn names the targets it heals after; one whose dependency
 	// could not be checked or healed is not healed.
 	DependsOn []string

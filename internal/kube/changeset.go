@@ -1,6 +1,9 @@
 package kube
 
 import (
+	"fmt"
+
+	"github.com/ferry-ci/ferry/internal/event"
 	"github.com/ferry-ci/ferry/internal/manifest"
 )
 
@@ -68,4 +71,23 @@ type Health struct {
 	Object  manifest.ID `json:"object"`
 	Status  string      `json:"status"`
 	Message string      `json:"message,omitempty"`
+}
+
+// Event is the event of a target's apply about src (the target's Flux
+// Kustomization): ReconciliationSucceeded (info) with the counts of its
+// changes, ReconciliationFailed (error) with its error, or
+// DependencyNotReady (error) saying which dependency stopped it.
+func (cs *ChangeSet) Event(src event.Source) event.Event {
+	switch {
+	case cs.NotAttempted != "":
+		return src.Event(event.SeverityError, "DependencyNotReady", cs.Revision, "Not applied: "+cs.NotAttempted)
+	case cs.Error != "":
+		return src.Event(event.SeverityError, "ReconciliationFailed", cs.Revision, cs.Error)
+	}
+	msg := "Applied"
+	if cs.Revision != "" {
+		msg += " revision " + ShortRevision(cs.Revision)
+	}
+	return src.Event(event.SeverityInfo, "ReconciliationSucceeded", cs.Revision, fmt.Sprintf("%s: %d created, %d configured, %d unchanged, %d pruned", msg,
+		cs.Count(Created), cs.Count(Configured)+cs.Count(Replaced), cs.Count(Unchanged), cs.Count(Pruned)))
 }

@@ -11,54 +11,24 @@ package notify
 
 import (
 	"context"
+	"github.com/ferry-ci/ferry/internal/event"
 	"io"
 	"net/http"
 	"time"
 )
 
-// Severities of an Event, as Flux names them.
-const (
-	SeverityInfo  = "info"
-	SeverityError = "error"
+// The events notify sends are package event's.
+type (
+	Event           = event.Event
+	ObjectReference = event.ObjectReference
 )
 
-// Controller is the reportingController of every event ferry sends.
-const Controller = "ferry"
-
-// Event is one thing ferry reports, shaped like Flux's event
-// (github.com/fluxcd/pkg/apis/event v1beta1 Event), so that payloads and
-// Alert filters written for Flux work unchanged.
-type Event struct {
-	// InvolvedObject is the target's Flux Kustomization (apply, drift,
-	// diff) or the ImagePolicy (bump).
-	InvolvedObject ObjectReference `json:"involvedObject"`
-	// Severity is SeverityInfo or SeverityError.
-	Severity  string    `json:"severity"`
-	Timestamp time.Time `json:"timestamp"`
-	Message   string    `json:"message"`
-	// Reason is a CamelCase word: ReconciliationSucceeded,
-	// ReconciliationFailed, DependencyNotReady, DriftDetected,
-	// DriftResolved, PullRequestOpened, PullRequestUpdated, Progressing.
-	Reason string `json:"reason"`
-	// Metadata holds "revision" (the Git revision) and "summary" (the
-	// Alert's), among others; an Alert's eventMetadata is added at send
-	// time.
-	Metadata            map[string]string `json:"metadata,omitempty"`
-	ReportingController string            `json:"reportingController"`
-	ReportingInstance   string            `json:"reportingInstance,omitempty"`
-
-	// Labels are the involved object's labels, for an Alert's
-	// eventSources matchLabels; they are not sent.
-	Labels map[string]string `json:"-"`
-}
-
-// ObjectReference names an event's involved object.
-type ObjectReference struct {
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-	APIVersion string `json:"apiVersion,omitempty"`
-}
+// Severities of an Event, and the reportingController of every event.
+const (
+	SeverityInfo  = event.SeverityInfo
+	SeverityError = event.SeverityError
+	Controller    = event.Controller
+)
 
 // Provider is a Flux Provider: where and how events are sent.
 type Provider struct {
