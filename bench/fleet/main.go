@@ -7,8 +7,11 @@
 // changed. Each tool has its own namespaces, so neither touches the
 // other's objects. Prints wall times and ratios; nothing asserts a speed.
 //
-// Usage: go run ./bench/fleet [-rounds N]   (make bench-fleet builds ferry;
-// FERRY_ARGS adds flags to ferry apply, e.g. FERRY_ARGS="--parallel 8")
+// Usage: go run ./bench/fleet [-rounds N] [-baseline FERRY]   (make
+// bench-fleet builds ferry; FERRY_ARGS adds flags to ferry apply, e.g.
+// FERRY_ARGS="--parallel 8"). With -baseline, another ferry binary (an
+// older build) runs each case too, in the same rounds, and the ratio of
+// the two ferries is printed: the paired comparison of a change's speed.
 package main
 
 import (
@@ -34,10 +37,11 @@ const (
 
 func main() {
 	rounds := flag.Int("rounds", 3, "rounds (fresh namespaces each); medians are printed")
+	baseline := flag.String("baseline", "", "another ferry binary to run side by side (its ratio to bin/ferry is printed)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *rounds); err != nil {
+	if err := run(ctx, *rounds, *baseline); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/fleet: FAILED:", err)
 		os.Exit(1)
 	}
@@ -46,14 +50,15 @@ func main() {
 type tools struct {
 	*benchkit.Plane
 	kustomize string
+	baseline  string
 }
 
-func run(ctx context.Context, rounds int) error {
+func run(ctx context.Context, rounds int, baseline string) error {
 	root, err := benchkit.ModuleRoot()
 	if err != nil {
 		return err
 	}
-	t := tools{kustomize: filepath.Join(root, ".cache", "testbin", "kustomize")}
+	t := tools{kustomize: filepath.Join(root, ".cache", "testbin", "kustomize"), baseline: baseline}
 	if err := benchkit.Require("make bench-fleet", t.kustomize); err != nil {
 		return err
 	}
@@ -63,9 +68,13 @@ func run(ctx context.Context, rounds int) error {
 	defer t.Stop()
 
 	cases := []string{"first apply", "one object changed", "nothing changed"}
-	times := map[string]map[string][]float64{"ferry": {}, "pipeline": {}}
+	times := map[string]map[string][]float64{"ferry": {}, "baseline": {}, "pipeline": {}}
+	runners := []string{"ferry", "pipeline"}
+	if baseline != "" {
+		runners = []string{"ferry", "baseline", "pipeline"}
+	}
 	for r := 0; r < rounds; r++ {
-		for _, tool := range []string{"ferry", "pipeline"} {
+		for _, tool := range runners {
 			prefix := fmt.Sprintf("r%d-%s", r, tool[:1])
 			repo := filepath.Join(t.Work, prefix)
 			if err := writeFleet(repo, prefix, "v1"); err != nil {
@@ -100,16 +109,27 @@ func run(ctx context.Context, rounds int) error {
 		f, p := benchkit.Median(times["ferry"][c]), benchkit.Median(times["pipeline"][c])
 		fmt.Printf("  %-20s ferry apply %6.2f s   kustomize build x%d + kubectl apply --server-side %6.2f s   ratio %5.1fx (target %s)\n", c, f, targets, p, p/f, targetsFor[c])
 	}
+	if baseline != "" {
+		fmt.Printf("bin/ferry against the baseline %s (new / old wall time, medians; below 1 is faster)\n", baseline)
+		for _, c := range cases {
+			f, b := benchkit.Median(times["ferry"][c]), benchkit.Median(times["baseline"][c])
+			fmt.Printf("  %-20s new %6.2f s   old %6.2f s   new/old %5.2f\n", c, f, b, f/b)
+		}
+	}
 	return nil
 }
 
 // apply runs one tool over the fleet and returns its wall time.
 func (t tools) apply(ctx context.Context, tool, repo, rev string) (time.Duration, error) {
 	start := time.Now()
-	if tool == "ferry" {
+	if tool == "ferry" || tool == "baseline" {
+		bin := t.Ferry
+		if tool == "baseline" {
+			bin = t.baseline
+		}
 		// Each round's inventories apart (the target names repeat).
 		inv := filepath.Base(repo) + "-inventory"
-		_, err := t.cmd(ctx, t.Ferry, append([]string{"apply", "--repo", repo, "--kubeconfig", t.Kubectl.Kubeconfig, "--revision", rev, "--inventory-namespace", inv}, strings.Fields(os.Getenv("FERRY_ARGS"))...)...)
+		_, err := t.cmd(ctx, bin, append([]string{"apply", "--repo", repo, "--kubeconfig", t.Kubectl.Kubeconfig, "--revision", rev, "--inventory-namespace", inv}, strings.Fields(os.Getenv("FERRY_ARGS"))...)...)
 		return time.Since(start), err
 	}
 	var all strings.Builder

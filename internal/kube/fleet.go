@@ -220,70 +220,83 @@ func ApplyFleet(ctx context.Context, targets []FleetTarget, plan *FleetPlan, par
 	if err != nil {
 		return nil, err
 	}
-	if parallel < 1 {
-		parallel = 1
+	r := &fleetRun{g: g, plan: plan, sets: make([]*ChangeSet, len(targets)), errs: make([]error, len(targets)),
+		done: make([]chan struct{}, len(targets)), sem: make(chan struct{}, max(parallel, 1))}
+	for i := range r.done {
+		r.done[i] = make(chan struct{})
 	}
-	sets := make([]*ChangeSet, len(targets))
-	errs := make([]error, len(targets))
-	done := make([]chan struct{}, len(targets))
-	for i := range done {
-		done[i] = make(chan struct{})
-	}
-	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for i := range targets {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			defer close(done[i])
-			t := targets[i]
-			for _, j := range g.after[i] {
-				<-done[j]
-				if errs[j] != nil || sets[j].NotAttempted != "" {
-					why := "failed"
-					if sets[j].NotAttempted != "" {
-						why = "was not attempted"
-					}
-					reason := fmt.Sprintf("depends on target %s, which %s", targets[j].Name, why)
-					if !slices.Contains(t.DependsOn, targets[j].Name) {
-						reason = fmt.Sprintf("needs the Namespaces or CRDs of target %s, which %s", targets[j].Name, why)
-					}
-					sets[i] = &ChangeSet{Target: t.Name, Revision: t.Options.Revision, NotAttempted: reason}
-					return
-				}
-			}
-			// A target with nothing to do costs reads only: it takes no turn.
-			if plan == nil || plan.Plans[i] == nil || !plan.Plans[i].Noop() {
-				select {
-				case sem <- struct{}{}:
-				case <-ctx.Done():
-					sets[i] = &ChangeSet{Target: t.Name, Revision: t.Options.Revision, NotAttempted: "the run was stopped"}
-					errs[i] = fmt.Errorf("target %q: %w", t.Name, ctx.Err())
-					return
-				}
-				defer func() { <-sem }()
-			}
-			opts := t.Options
-			opts.Target, opts.Provided = t.Name, g.provided(i)
-			var cs *ChangeSet
-			var err error
-			if plan != nil && plan.Plans[i] != nil {
-				cs, err = t.Client.ApplyPlan(ctx, plan.Plans[i], opts)
-			} else {
-				cs, err = t.Client.Apply(ctx, t.Objects, opts)
-			}
-			if cs == nil {
-				cs = &ChangeSet{Target: t.Name, Revision: opts.Revision}
-			}
-			if err != nil {
-				cs.Error = err.Error()
-				errs[i] = fmt.Errorf("target %q: %w", t.Name, err)
-			}
-			sets[i] = cs
-		}(i)
+		wg.Go(func() {
+			defer close(r.done[i])
+			r.sets[i], r.errs[i] = r.apply(ctx, i)
+		})
 	}
 	wg.Wait()
-	return sets, errors.Join(errs...)
+	return r.sets, errors.Join(r.errs...)
+}
+
+// fleetRun is one ApplyFleet: each target's outcome, and a channel per
+// target closed once it has one.
+type fleetRun struct {
+	g    *fleetGraph
+	plan *FleetPlan
+	sets []*ChangeSet
+	errs []error
+	done []chan struct{}
+	sem  chan struct{}
+}
+
+// apply applies target i once everything it waits for has applied, or
+// says why it is not attempted.
+func (r *fleetRun) apply(ctx context.Context, i int) (*ChangeSet, error) {
+	targets := r.g.targets
+	t := targets[i]
+	for _, j := range r.g.after[i] {
+		<-r.done[j]
+		if r.errs[j] == nil && r.sets[j].NotAttempted == "" {
+			continue
+		}
+		why := "failed"
+		if r.sets[j].NotAttempted != "" {
+			why = "was not attempted"
+		}
+		reason := fmt.Sprintf("depends on target %s, which %s", targets[j].Name, why)
+		if !slices.Contains(t.DependsOn, targets[j].Name) {
+			reason = fmt.Sprintf("needs the Namespaces or CRDs of target %s, which %s", targets[j].Name, why)
+		}
+		return &ChangeSet{Target: t.Name, Revision: t.Options.Revision, NotAttempted: reason}, nil
+	}
+	var p *Plan
+	if r.plan != nil {
+		p = r.plan.Plans[i]
+	}
+	// A target with nothing to do costs reads only: it takes no turn.
+	if p == nil || !p.Noop() {
+		select {
+		case r.sem <- struct{}{}:
+		case <-ctx.Done():
+			return &ChangeSet{Target: t.Name, Revision: t.Options.Revision, NotAttempted: "the run was stopped"}, fmt.Errorf("target %q: %w", t.Name, ctx.Err())
+		}
+		defer func() { <-r.sem }()
+	}
+	opts := t.Options
+	opts.Target, opts.Provided = t.Name, r.g.provided(i)
+	var cs *ChangeSet
+	var err error
+	if p != nil {
+		cs, err = t.Client.ApplyPlan(ctx, p, opts)
+	} else {
+		cs, err = t.Client.Apply(ctx, t.Objects, opts)
+	}
+	if cs == nil {
+		cs = &ChangeSet{Target: t.Name, Revision: opts.Revision}
+	}
+	if err != nil {
+		cs.Error = err.Error()
+		err = fmt.Errorf("target %q: %w", t.Name, err)
+	}
+	return cs, err
 }
 
 // runObjects are the objects of a render that later targets may need: its

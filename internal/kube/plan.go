@@ -193,35 +193,20 @@ func (c *Client) prepare(objs []*unstructured.Unstructured, setID string, leaveO
 	seen := map[string]bool{}
 	for _, in := range objs {
 		u := in.DeepCopy()
-		gvk := u.GroupVersionKind()
 		o := &object{u: u, wave: manifest.Wave(u), hook: hookOf(u)}
-		mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		switch {
-		case err == nil:
-			o.mapping = mapping
-			if mapping.Scope.Name() == meta.RESTScopeNameNamespace && u.GetNamespace() == "" {
-				u.SetNamespace(c.namespace)
+		var err error
+		var reason string
+		if o.mapping, reason, err = c.mapObject(u, crds, leaveOut); err != nil {
+			var oe *ObjectError
+			if !errors.As(err, &oe) {
+				return nil, nil, err
 			}
-			if mapping.Scope.Name() == meta.RESTScopeNameRoot {
-				u.SetNamespace("")
-			}
-		case meta.IsNoMatchError(err):
-			crd, ok := crds[gvk.GroupKind()]
-			if !ok && leaveOut != nil {
-				if reason := leaveOut(u); reason != "" {
-					leftOut = append(leftOut, Change{Object: manifest.IDOf(u), Action: Skipped, Reason: reason})
-					continue
-				}
-			}
-			if !ok {
-				errs = append(errs, &ObjectError{ID: manifest.IDOf(u), Err: fmt.Errorf("kind %s (apiVersion %s) is not known to the cluster and no CRD in the target defines it", gvk.Kind, gvk.GroupVersion())})
-				continue
-			}
-			if crd.Namespaced() && u.GetNamespace() == "" {
-				u.SetNamespace(c.namespace)
-			}
-		default:
-			return nil, nil, fmt.Errorf("cluster %s: mapping %s: %w", c.Host, gvk, err)
+			errs = append(errs, err)
+			continue
+		}
+		if reason != "" {
+			leftOut = append(leftOut, Change{Object: manifest.IDOf(u), Action: Skipped, Reason: reason})
+			continue
 		}
 		labels := u.GetLabels()
 		if labels == nil {
@@ -254,6 +239,40 @@ func (c *Client) prepare(objs []*unstructured.Unstructured, setID string, leaveO
 		return manifest.Less(out[i].id, out[j].id)
 	})
 	return out, leftOut, nil
+}
+
+// mapObject maps u to its resource and defaults its namespace by the
+// resource's scope. A kind the cluster does not serve yet is mapped later
+// (nil) when a CRD of the render defines it; else leaveOut's reason leaves
+// it out, or it is an ObjectError. Any other error is the cluster's.
+func (c *Client) mapObject(u *unstructured.Unstructured, crds map[schema.GroupKind]manifest.CRD, leaveOut func(*unstructured.Unstructured) string) (*meta.RESTMapping, string, error) {
+	gvk := u.GroupVersionKind()
+	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case err == nil:
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace && u.GetNamespace() == "" {
+			u.SetNamespace(c.namespace)
+		}
+		if mapping.Scope.Name() == meta.RESTScopeNameRoot {
+			u.SetNamespace("")
+		}
+		return mapping, "", nil
+	case !meta.IsNoMatchError(err):
+		return nil, "", fmt.Errorf("cluster %s: mapping %s: %w", c.Host, gvk, err)
+	}
+	crd, ok := crds[gvk.GroupKind()]
+	if !ok && leaveOut != nil {
+		if reason := leaveOut(u); reason != "" {
+			return nil, reason, nil
+		}
+	}
+	if !ok {
+		return nil, "", &ObjectError{ID: manifest.IDOf(u), Err: fmt.Errorf("kind %s (apiVersion %s) is not known to the cluster and no CRD in the target defines it", gvk.Kind, gvk.GroupVersion())}
+	}
+	if crd.Namespaced() && u.GetNamespace() == "" {
+		u.SetNamespace(c.namespace)
+	}
+	return nil, "", nil
 }
 
 // renderedCRDs returns the kinds the render's CRDs define.
