@@ -81,7 +81,7 @@ func (e *env) decryptor() (*secrets.Decryptor, error) {
 			text = string(b)
 		}
 	}
-	e.hide(ageKeyLines(text)...)
+	e.hide(secrets.AgeKeyLines(text)...)
 	var ids *secrets.Identities
 	if strings.TrimSpace(text) != "" {
 		var err error

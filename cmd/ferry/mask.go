@@ -8,6 +8,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/output"
+	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
 // ownSecretVars are the variables whose values ferry hides whenever they
@@ -37,50 +38,11 @@ func (e *env) hide(values ...string) {
 // read: an age key file (decryptor), a kubeconfig (clusterFlags), the
 // values of a Provider's Secret (notify), a chart source's password.
 func (e *env) learnSecrets() {
-	var values []string
-	for _, k := range ownSecretVars {
-		values = append(values, e.getenv(k))
-	}
-	values = append(values, ageKeyLines(e.getenv("SOPS_AGE_KEY"))...)
-	if e.environ != nil {
-		for _, kv := range e.environ() {
-			if k, _, _ := strings.Cut(kv, "="); isSecretVar(k) {
-				values = append(values, e.getenv(k))
-			}
-		}
-	}
+	values := secrets.FromEnvironment(e.getenv, e.environ, ownSecretVars...)
 	if s, err := images.DockerConfigSecrets(e.getenv); err == nil {
 		values = append(values, s...) // a config that does not parse fails where it is used
 	}
 	e.hide(values...)
-}
-
-// isSecretVar reports whether the variable k holds a secret by its name:
-// every FERRY_SECRET_<NAME>_<KEY> but the usernames, and every registry
-// password. A username is no secret, and usually the name of an account
-// or organisation that image and chart references show: masking it would
-// blank those out.
-func isSecretVar(k string) bool {
-	switch {
-	case strings.HasPrefix(k, "FERRY_SECRET_"):
-		return !strings.HasSuffix(k, "_USERNAME")
-	case strings.HasPrefix(k, "FERRY_REGISTRY_"):
-		return strings.HasSuffix(k, "_PASSWORD")
-	}
-	return false
-}
-
-// ageKeyLines are the lines of age identities text worth hiding: all but
-// blank lines and comments (the key file's "# public key: age1..." is
-// public).
-func ageKeyLines(text string) []string {
-	var out []string
-	for _, line := range strings.Split(text, "\n") {
-		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 // hideKubeconfig hides the tokens, keys and passwords of kubeconfig
