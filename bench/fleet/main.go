@@ -74,6 +74,13 @@ func run(ctx context.Context, rounds int, baseline string) error {
 		runners = []string{"ferry", "baseline", "pipeline"}
 	}
 	for r := 0; r < rounds; r++ {
+		if baseline != "" && r%2 == 1 {
+			// Every other round the baseline goes first: neither ferry
+			// gains from its place in the round.
+			runners = []string{"baseline", "ferry", "pipeline"}
+		} else if baseline != "" {
+			runners = []string{"ferry", "baseline", "pipeline"}
+		}
 		for _, tool := range runners {
 			prefix := fmt.Sprintf("r%d-%s", r, tool[:1])
 			repo := filepath.Join(t.Work, prefix)
