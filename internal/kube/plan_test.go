@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/client-go/rest"
 
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/manifest"
@@ -18,13 +17,7 @@ import (
 // inventory; and Execute carries it out as Apply would.
 func TestPlanThenExecute(t *testing.T) {
 	f := newFixture(t)
-	log := &requestLog{}
-	cfg := rest.CopyConfig(cp.Require(t).RESTConfig())
-	cfg.WrapTransport = log.wrap
-	c, err := kube.NewClientFromConfig(cfg, "default", 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, log := loggedClient(t)
 	ctx := context.Background()
 	opts := f.opts()
 	opts.Prune = true

@@ -54,12 +54,10 @@ func (l *requestLog) take() (writes []string, reads int) {
 	return writes, reads
 }
 
-// Re-applying the revision a target is at, with nothing changed, writes
-// nothing: no Lease, no inventory. A new revision with the same objects
-// writes the Lease (take, release) and the inventory once. Requests are
-// counted through a transport that wraps the client's.
-func TestNoOpApplyWritesNothing(t *testing.T) {
-	f := newFixture(t)
+// loggedClient is a client of the test control plane whose requests log
+// records.
+func loggedClient(t *testing.T) (*kube.Client, *requestLog) {
+	t.Helper()
 	log := &requestLog{}
 	cfg := rest.CopyConfig(cp.Require(t).RESTConfig())
 	cfg.WrapTransport = log.wrap
@@ -67,6 +65,16 @@ func TestNoOpApplyWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, log
+}
+
+// Re-applying the revision a target is at, with nothing changed, writes
+// nothing: no Lease, no inventory. A new revision with the same objects
+// writes the Lease (take, release) and the inventory once. Requests are
+// counted through a transport that wraps the client's.
+func TestNoOpApplyWritesNothing(t *testing.T) {
+	f := newFixture(t)
+	c, log := loggedClient(t)
 	objs := f.objects(
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: NS}\ndata: {k: v}\n",
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: NS}\ndata: {k: v}\n",
