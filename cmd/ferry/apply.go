@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -210,7 +209,7 @@ func (o *applyOptions) checkKubeVersions(e *env, targets []*config.Target, clien
 		if err != nil {
 			continue // the apply reports an unreachable cluster itself
 		}
-		if majorMinor(live) != majorMinor(want) {
+		if !kube.SameMinor(live, want) {
 			msg := fmt.Sprintf("cluster %s serves Kubernetes %s, and the HelmReleases of target %q were rendered for %s: declare the cluster's kubeVersion in ferry.yaml so diffs render what applies", clients[i].Host, live, t.Name, want)
 			fmt.Fprintln(e.stderr, "ferry: warning: "+msg)
 			if e.gha != nil {
@@ -218,14 +217,4 @@ func (o *applyOptions) checkKubeVersions(e *env, targets []*config.Target, clien
 			}
 		}
 	}
-}
-
-// majorMinor is "1.33" of "v1.33.1" (or of "1.33"); the text itself when
-// it is not such a version.
-func majorMinor(v string) string {
-	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
-	if len(parts) < 2 {
-		return v
-	}
-	return parts[0] + "." + strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' })
 }

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/ferry-ci/ferry/internal/bump"
-	"github.com/ferry-ci/ferry/internal/markdown"
 )
 
 // runBumpPR commits each update on its own branch (from the checked-out
@@ -61,14 +59,6 @@ func reportPRs(e *env, out []bump.Opened, warnings []string) error {
 		return err
 	}
 	e.output("pull-requests", string(b))
-	var md strings.Builder
-	md.WriteString("### ferry bump\n\n| policy | pull request | |\n|---|---|---|\n")
-	for _, p := range out {
-		fmt.Fprintf(&md, "| %s | [#%d](%s) | %s |\n", markdown.Code(p.Policy), p.Number, p.URL, p.Action)
-	}
-	for _, w := range warnings {
-		fmt.Fprintf(&md, "\n> [!WARNING]\n> %s\n", markdown.Text(w))
-	}
-	e.summary(md.String())
+	e.summary(bump.Markdown(out, warnings))
 	return nil
 }

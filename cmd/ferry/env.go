@@ -134,13 +134,7 @@ func (e *env) renderOptions(r repoFlags, noDecrypt bool) (render.Options, error)
 // token), and other hosts anonymously.
 func (e *env) inputProviders() *inputprovider.Options {
 	opts := &inputprovider.Options{}
-	getenv := func(k string) string {
-		if k == forge.TokenVar {
-			return e.token()
-		}
-		return e.getenv(k)
-	}
-	cfg, err := forge.Detect(getenv, "")
+	cfg, err := forge.Detect(e.forgeEnv, "")
 	if err != nil {
 		return opts
 	}
@@ -191,6 +185,14 @@ func (e *env) token() string {
 	return ""
 }
 
+// forgeEnv is getenv with the forge token (see token) as forge.TokenVar.
+func (e *env) forgeEnv(k string) string {
+	if k == forge.TokenVar {
+		return e.token()
+	}
+	return e.getenv(k)
+}
+
 // setenv makes getenv return value for key from now on.
 func (e *env) setenv(key, value string) {
 	getenv := e.getenv
@@ -216,13 +218,7 @@ func openForge(e *env, override string) (forge.Forge, error) {
 		// declares no such input (it and ferry's image disagree).
 		return nil, fmt.Errorf("forge: no token: the step's %s input is empty or not declared by its action.yml (ferry's steps default it to ${{ github.token }}), and FERRY_TOKEN, GITHUB_TOKEN and GITEA_TOKEN are unset", actions.InputToken)
 	}
-	getenv := func(k string) string {
-		if k == forge.TokenVar {
-			return e.token()
-		}
-		return e.getenv(k)
-	}
-	cfg, err := forge.Detect(getenv, kind)
+	cfg, err := forge.Detect(e.forgeEnv, kind)
 	if err != nil {
 		return nil, err
 	}

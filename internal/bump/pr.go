@@ -11,6 +11,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/forge"
 	"github.com/ferry-ci/ferry/internal/gitrepo"
 	"github.com/ferry-ci/ferry/internal/images"
+	"github.com/ferry-ci/ferry/internal/markdown"
 )
 
 // Defaults of the pull-request templates (text/template, with the fields
@@ -188,4 +189,18 @@ func updateFiles(u images.Update) map[string][]byte {
 		files[f.Path] = f.New
 	}
 	return files
+}
+
+// Markdown is the step summary of the pull requests bump opened, updated
+// or left alone, with the scan's warnings.
+func Markdown(opened []Opened, warnings []string) string {
+	var md strings.Builder
+	md.WriteString("### ferry bump\n\n| policy | pull request | |\n|---|---|---|\n")
+	for _, p := range opened {
+		fmt.Fprintf(&md, "| %s | [#%d](%s) | %s |\n", markdown.Code(p.Policy), p.Number, p.URL, p.Action)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(&md, "\n> [!WARNING]\n> %s\n", markdown.Text(w))
+	}
+	return md.String()
 }

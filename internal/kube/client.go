@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -141,6 +142,21 @@ func (c *Client) ServerVersion() (string, error) {
 		return "", fmt.Errorf("cluster %s: %w", c.Host, err)
 	}
 	return v.GitVersion, nil
+}
+
+// SameMinor reports whether two Kubernetes versions ("v1.33.1", "1.33",
+// "v1.33+k3s1") have the same major and minor version; a text that is no
+// such version is compared whole.
+func SameMinor(a, b string) bool { return majorMinor(a) == majorMinor(b) }
+
+// majorMinor is "1.33" of "v1.33.1" (or of "1.33"); the text itself when
+// it is not such a version.
+func majorMinor(v string) string {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return parts[0] + "." + strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' })
 }
 
 // GetCore reads one object of Kubernetes' core group (v1), a ConfigMap
