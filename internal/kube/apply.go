@@ -145,18 +145,18 @@ func (c *Client) ApplyPlan(ctx context.Context, p *Plan, opts ApplyOptions) (cs 
 	}
 	lock, err := c.acquire(ctx, p.Target, p.opts.InventoryNamespace, opts.Lock, p.reads)
 	if err != nil {
-		return &ChangeSet{Target: p.Target, Revision: p.opts.Revision, PreviousRevision: p.Inventory.Revision}, err
+		return p.changeSet(), err
 	}
 	defer func() {
 		if rerr := lock.Release(context.WithoutCancel(ctx)); rerr != nil && err == nil {
 			err = rerr
 		}
 	}()
+	fresh := false // planned under the Lease
 	for attempt := 1; ; attempt++ {
-		if !p.inventoryOnly() {
+		if !fresh && !p.inventoryOnly() {
 			if p, err = c.current(ctx, p); err != nil {
-				cs := &ChangeSet{Target: p.Target, Revision: p.opts.Revision, PreviousRevision: p.Inventory.Revision}
-				return cs, err
+				return p.changeSet(), err
 			}
 		}
 		cs, err = c.Execute(ctx, p, opts.ExecuteOptions)
@@ -165,15 +165,25 @@ func (c *Client) ApplyPlan(ctx context.Context, p *Plan, opts ApplyOptions) (cs 
 		}
 		// The inventory changed since the plan read it: nothing was
 		// written (its update was the plan's one write), so plan again.
-		if p, err = c.plan(ctx, p.objects, p.opts, nil); err != nil {
-			return &ChangeSet{Target: p.Target, Revision: p.opts.Revision, PreviousRevision: p.Inventory.Revision}, err
+		np, err := c.plan(ctx, p.objects, p.opts, nil)
+		if np != nil {
+			p = np
 		}
+		if err != nil {
+			return p.changeSet(), err
+		}
+		fresh = true
 	}
 }
 
 // maxAttempts bounds how often ApplyPlan plans a target again because its
 // inventory changed under an inventory-only plan.
 const maxAttempts = 3
+
+// changeSet is the change set of a plan before anything is carried out.
+func (p *Plan) changeSet() *ChangeSet {
+	return &ChangeSet{Target: p.Target, Revision: p.opts.Revision, PreviousRevision: p.Inventory.Revision}
+}
 
 // current returns p when the target's inventory is as p read it, and a new
 // plan, read under the Lease, when it is not.
