@@ -3,6 +3,7 @@ package kube_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -328,16 +329,14 @@ func TestFleetReadsOncePerCluster(t *testing.T) {
 	t.Logf("new revision of %d targets, same objects: %d reads, %d writes", len(fleet), reads, len(writes))
 }
 
-// A plan whose one write is the inventory (a new revision, objects
-// unchanged) is not read again under the Lease: its inventory write is
-// conditional. When another run writes the target between the preflight
-// and the apply, the write fails, the target is planned again, and what
-// the other run changed is put back to this revision's objects. (The other
-// run also took and released the Lease, so the Lease the preflight listed
-// is stale too: the first attempt to take it fails, and it is read.)
-func TestFleetReplansWhenAnotherRunWrote(t *testing.T) {
+// anotherRunWrote preflights a fleet of two targets at revision 7777 that
+// render what revision 6666 applied (so target one's plan writes its
+// inventory only), then has another run apply target one at 8888 with
+// another value before the fleet applies. isAncestor is the fleet's.
+func anotherRunWrote(t *testing.T, isAncestor func(a, b string) (bool, error)) (c *kube.Client, fleet []kube.FleetTarget, plan *kube.FleetPlan, base, invNS string) {
+	t.Helper()
 	p := cp.Require(t)
-	base, invNS := p.Namespace(t), p.Namespace(t)
+	base, invNS = p.Namespace(t), p.Namespace(t)
 	c, err := kube.NewClientFromConfig(p.RESTConfig(), "default", 0, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -348,13 +347,12 @@ func TestFleetReplansWhenAnotherRunWrote(t *testing.T) {
 	cm := func(value string) []*unstructured.Unstructured {
 		return []*unstructured.Unstructured{mustObject(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: %s}\ndata: {k: %s}\n", base, value))}
 	}
-	fleet := []kube.FleetTarget{
+	fleet = []kube.FleetTarget{
 		{Name: "one", Client: c, Options: opts, Objects: cm("ours")},
 		{Name: "two", Client: c, Options: opts, Objects: []*unstructured.Unstructured{mustObject(t, "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: two, namespace: "+base+"}\n")}},
 	}
 	ctx := context.Background()
-	plan, err := kube.PreflightFleet(ctx, fleet, 2)
-	if err != nil {
+	if plan, err = kube.PreflightFleet(ctx, fleet, 2); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := kube.ApplyFleet(ctx, fleet, plan, 2); err != nil {
@@ -365,9 +363,9 @@ func TestFleetReplansWhenAnotherRunWrote(t *testing.T) {
 	// inventory update only.
 	for i := range fleet {
 		fleet[i].Options.Revision = "7777777777777777777777777777777777777777"
+		fleet[i].Options.IsAncestor = isAncestor
 	}
-	plan, err = kube.PreflightFleet(ctx, fleet, 2)
-	if err != nil {
+	if plan, err = kube.PreflightFleet(ctx, fleet, 2); err != nil {
 		t.Fatal(err)
 	}
 	// Meanwhile another run applies target one with another value.
@@ -377,25 +375,62 @@ func TestFleetReplansWhenAnotherRunWrote(t *testing.T) {
 	if _, err := c.Apply(ctx, cm("theirs"), other); err != nil {
 		t.Fatal(err)
 	}
-	sets, err := kube.ApplyFleet(ctx, fleet, plan, 2)
+	return c, fleet, plan, base, invNS
+}
+
+// sharedValue is the value of the ConfigMap the targets of anotherRunWrote
+// share, and target one's recorded revision.
+func sharedValue(t *testing.T, c *kube.Client, base, invNS string) (value, revision string) {
+	t.Helper()
+	ctx := context.Background()
+	live, err := kubernetes.NewForConfigOrDie(cp.RESTConfig()).CoreV1().ConfigMaps(base).Get(ctx, "shared", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := c.ReadInventory(ctx, "one", invNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return live.Data["k"], inv.Revision
+}
+
+// A plan whose one write is the inventory (a new revision, objects
+// unchanged) is not read again under the Lease: its inventory write is
+// conditional. When another run writes the target between the preflight
+// and the apply, the write fails, the target is planned again, and what
+// the other run changed is put back to this revision's objects. (The other
+// run also took and released the Lease, so the Lease the preflight listed
+// is stale too: the first attempt to take it fails, and it is read.)
+func TestFleetReplansWhenAnotherRunWrote(t *testing.T) {
+	c, fleet, plan, base, invNS := anotherRunWrote(t, nil)
+	sets, err := kube.ApplyFleet(context.Background(), fleet, plan, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sets[0].Count(kube.Configured) != 1 {
 		t.Errorf("target one: %+v, want the ConfigMap configured back", sets[0].Changes)
 	}
-	live, err := kubernetes.NewForConfigOrDie(p.RESTConfig()).CoreV1().ConfigMaps(base).Get(ctx, "shared", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	if value, rev := sharedValue(t, c, base, invNS); value != "ours" || rev != "7777777777777777777777777777777777777777" {
+		t.Errorf("after the apply: ConfigMap shared holds %q, the inventory records %s; want ours at 7777…", value, rev)
 	}
-	if got := live.Data["k"]; got != "ours" {
-		t.Errorf("ConfigMap shared holds %q after the apply, want %q", got, "ours")
+}
+
+// When the other run applied a newer revision, planning again under the
+// Lease refuses to roll it back: target one fails with the rollback
+// guard's error, naming the revision the other run recorded, and nothing
+// of it is written.
+func TestFleetReplanRefusesRollback(t *testing.T) {
+	newer := func(a, b string) (bool, error) { return a[0] == '7' && b[0] == '8', nil }
+	c, fleet, plan, base, invNS := anotherRunWrote(t, newer)
+	sets, err := kube.ApplyFleet(context.Background(), fleet, plan, 2)
+	var re *kube.RevisionError
+	if !errors.As(err, &re) {
+		t.Fatalf("error %v, want a RevisionError", err)
 	}
-	inv, err := c.ReadInventory(ctx, "one", invNS)
-	if err != nil {
-		t.Fatal(err)
+	if sets[0].Error == "" || sets[0].PreviousRevision != "8888888888888888888888888888888888888888" || len(sets[0].Changes) != 0 {
+		t.Errorf("target one: %+v, want an error, no change, and 8888… as the previous revision", sets[0])
 	}
-	if inv.Revision != "7777777777777777777777777777777777777777" {
-		t.Errorf("inventory revision %s, want 7777…", inv.Revision)
+	if value, rev := sharedValue(t, c, base, invNS); value != "theirs" || rev != "8888888888888888888888888888888888888888" {
+		t.Errorf("after the refused apply: ConfigMap shared holds %q, the inventory records %s; want theirs at 8888…", value, rev)
 	}
 }
