@@ -118,10 +118,11 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 	}
 	p, err := c.Plan(ctx, objs, opts.PlanOptions)
 	if err != nil {
-		cs := &ChangeSet{Target: opts.Target, Revision: opts.Revision, DryRun: opts.DryRun}
+		cs := &ChangeSet{Target: opts.Target, Revision: opts.Revision}
 		if p != nil {
-			cs.PreviousRevision = p.Inventory.Revision
+			cs = p.changeSet()
 		}
+		cs.DryRun = opts.DryRun
 		return cs, err
 	}
 	return c.ApplyPlan(ctx, p, opts)

@@ -31,12 +31,8 @@ import (
 // With DryRun it writes nothing and reports what the plan would do.
 func (c *Client) Execute(ctx context.Context, p *Plan, opts ExecuteOptions) (*ChangeSet, error) {
 	opts = ApplyOptions{ExecuteOptions: opts}.withDefaults().ExecuteOptions
-	x := &execution{c: c, p: p, opts: opts, records: map[string]Record{}}
-	x.cs = &ChangeSet{Target: p.Target, Revision: p.opts.Revision, PreviousRevision: p.Inventory.Revision, DryRun: opts.DryRun}
-	x.cs.Changes = append(x.cs.Changes, p.LeftOut...)
-	for _, o := range p.unchanged {
-		x.cs.Changes = append(x.cs.Changes, Change{Object: o.id, Action: Unchanged})
-	}
+	x := &execution{c: c, p: p, opts: opts, records: map[string]Record{}, cs: p.untouched()}
+	x.cs.DryRun = opts.DryRun
 	if opts.DryRun {
 		for _, o := range p.toApply {
 			x.cs.Changes = append(x.cs.Changes, classify(o, nil))
@@ -51,11 +47,7 @@ func (c *Client) Execute(ctx context.Context, p *Plan, opts ExecuteOptions) (*Ch
 // unchanged is the change set of a plan with nothing to do (Plan.Noop):
 // every object unchanged and, with Wait, their health.
 func (c *Client) unchanged(ctx context.Context, p *Plan, opts ExecuteOptions) (*ChangeSet, error) {
-	cs := &ChangeSet{Target: p.Target, Revision: p.opts.Revision, PreviousRevision: p.Inventory.Revision}
-	cs.Changes = append(cs.Changes, p.LeftOut...)
-	for _, o := range p.unchanged {
-		cs.Changes = append(cs.Changes, Change{Object: o.id, Action: Unchanged})
-	}
+	cs := p.untouched()
 	sortChanges(cs.Changes)
 	if !opts.Wait {
 		return cs, nil
@@ -63,6 +55,18 @@ func (c *Client) unchanged(ctx context.Context, p *Plan, opts ExecuteOptions) (*
 	var err error
 	cs.NotReady, err = c.wait(ctx, p.desired, opts.Timeout)
 	return cs, err
+}
+
+// untouched is the change set of a plan before it is carried out, with
+// what carrying it out leaves alone: the objects left out, and those
+// unchanged.
+func (p *Plan) untouched() *ChangeSet {
+	cs := p.changeSet()
+	cs.Changes = append(cs.Changes, p.LeftOut...)
+	for _, o := range p.unchanged {
+		cs.Changes = append(cs.Changes, Change{Object: o.id, Action: Unchanged})
+	}
+	return cs
 }
 
 // execution is one plan being carried out: what it did so far, and the
