@@ -221,40 +221,40 @@ func withProbe(required bool, secret func(*env) string) func(*env) *cobra.Comman
 			RunE: func(cmd *cobra.Command, args []string) error {
 				o.Args = args
 				b, _ := json.Marshal(o)
-				e.output("options", string(b))
-				e.output("token-set", fmt.Sprint(e.getenv("FERRY_TOKEN") != ""))
-				e.output("multi", "first line\nsecond=line\n")
-				if !e.inActions() {
+				e.Output("options", string(b))
+				e.Output("token-set", fmt.Sprint(e.Getenv("FERRY_TOKEN") != ""))
+				e.Output("multi", "first line\nsecond=line\n")
+				if !e.InStep() {
 					return nil
 				}
-				ev, err := e.event()
+				ev, err := e.Event()
 				if err != nil {
 					return err
 				}
-				e.output("event", ev.Name)
+				e.Output("event", ev.Name)
 				if pr := ev.PullRequest; pr != nil {
-					e.output("pr", fmt.Sprint(pr.Number))
-					e.output("base", pr.BaseSHA)
-					e.output("head", pr.HeadSHA)
+					e.Output("pr", fmt.Sprint(pr.Number))
+					e.Output("base", pr.BaseSHA)
+					e.Output("head", pr.HeadSHA)
 				}
 				if ev.Push != nil {
-					e.output("base", ev.Push.Base())
-					e.output("head", ev.Push.Head())
+					e.Output("base", ev.Push.Base())
+					e.Output("head", ev.Push.Head())
 				}
 				if ev.Schedule != "" {
-					e.output("schedule", ev.Schedule)
+					e.Output("schedule", ev.Schedule)
 				}
 				if ev.Dispatch != nil {
-					e.output("image", ev.Dispatch.String("image"))
+					e.Output("image", ev.Dispatch.String("image"))
 				}
-				forge := e.gha.Forge()
-				e.output("forge", forge.Kind+" "+forge.APIURL+" "+forge.Owner+"/"+forge.Repo)
+				forge := e.Step.Forge()
+				e.Output("forge", forge.Kind+" "+forge.APIURL+" "+forge.Owner+"/"+forge.Repo)
 				if secret != nil {
 					v := secret(e)
 					// Through the stream that shows decrypted values (render's
 					// manifests): stdout would mask it.
 					fmt.Fprintf(e.manifests, "the value is %s\n", v)
-					e.summary("### probe\n\nsecret: " + v + "\n")
+					e.Summary("### probe\n\nsecret: " + v + "\n")
 				}
 				return nil
 			},
@@ -381,7 +381,7 @@ func TestActionSummaryAndMasksOfDecryptedValues(t *testing.T) {
 	const value = "canary-summary-secret-9e41"
 	enc := secretstest.Encrypt(t, "s.yaml", []byte("password: "+value+"\n"), "", key.Recipient)
 	decrypt := func(e *env) string {
-		d, err := e.decryptor()
+		d, err := e.Decryptor()
 		if err != nil {
 			return err.Error()
 		}

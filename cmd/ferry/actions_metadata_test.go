@@ -96,10 +96,10 @@ func expectedInputs(cmd *cobra.Command) []stepInput {
 			extra(name)
 		}
 	}
-	if takesTargets(cmd) {
+	if actions.TakesTargets(cmd) {
 		extra(actions.InputTargets)
 	}
-	if reachesCluster(cmd) {
+	if actions.ReachesCluster(cmd) {
 		extra(actions.InputKubeconfig)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
@@ -140,7 +140,7 @@ func registered() map[string]*cobra.Command {
 	root := newRootCmd(&env{getenv: func(string) string { return "" }})
 	out := map[string]*cobra.Command{}
 	for _, c := range root.Commands() {
-		if slices.Contains(commandNames(root), c.Name()) && !stepless[c.Name()] {
+		if slices.Contains(actions.CommandNames(root), c.Name()) && !stepless[c.Name()] {
 			out[c.Name()] = c
 		}
 	}
@@ -202,7 +202,7 @@ func TestActionInputsMatchFlags(t *testing.T) {
 		writeActionFiles(t, cmds)
 	}
 	var unchecked []string
-	rootWant := map[string]bool{inputCommand: true}
+	rootWant := map[string]bool{actions.InputCommand: true}
 	rootOutputs := map[string]bool{}
 	for _, dir := range stepDirs(t) {
 		path := filepath.Join(repoRoot, "steps", dir, "action.yml")
@@ -279,7 +279,7 @@ func TestActionInputsMatchFlags(t *testing.T) {
 			t.Errorf("action.yml: input %s is not documented", name)
 		}
 	}
-	if !root.Inputs[inputCommand].Required {
+	if !root.Inputs[actions.InputCommand].Required {
 		t.Error("action.yml: input command should be required")
 	}
 	for name := range rootOutputs {

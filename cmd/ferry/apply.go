@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/event"
 	"github.com/ferry-ci/ferry/internal/kube"
@@ -90,13 +89,13 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	// attempted, and why), the others still apply.
 	sets, applyErr := kube.ApplyFleet(ctx, fleet, plan, o.parallel)
 	// The API server's messages may quote what it was sent.
-	e.masker.Redact(sets)
+	e.Masker.Redact(sets)
 	if err := e.print(kube.ChangeSets(sets), o.format.value); err != nil {
 		return err
 	}
-	e.output("applied", strconv.Itoa(kube.CountAll(sets, kube.Created, kube.Configured, kube.Replaced)))
-	e.output("pruned", strconv.Itoa(kube.CountAll(sets, kube.Pruned)))
-	e.summary(kube.MarkdownChangeSets(sets))
+	e.Output("applied", strconv.Itoa(kube.CountAll(sets, kube.Created, kube.Configured, kube.Replaced)))
+	e.Output("pruned", strconv.Itoa(kube.CountAll(sets, kube.Pruned)))
+	e.Summary(kube.MarkdownChangeSets(sets))
 	if !o.apply.DryRun {
 		e.notify(ctx, o.notify, repo, applyEvents(targets, sets))
 	}
@@ -125,7 +124,7 @@ func (o *applyOptions) notifyNothingApplied(ctx context.Context, e *env, repo *c
 	if o.apply.DryRun {
 		return
 	}
-	revision, _ := checkedOut(e, repo.Root, o.revision)
+	revision, _ := e.CheckedOut(repo.Root, o.revision)
 	sets := make([]*kube.ChangeSet, len(targets))
 	for i, t := range targets {
 		sets[i] = &kube.ChangeSet{Target: t.Name, Revision: revision, Error: err.Error()}
@@ -137,7 +136,7 @@ func (o *applyOptions) notifyNothingApplied(ctx context.Context, e *env, repo *c
 // 1: everything resolves before anything is sent; a selected target that
 // depends on one that cannot be resolved cannot be applied in order.
 func (o *applyOptions) selectTargets(ctx context.Context, e *env, args []string) (*config.Repo, []*config.Target, error) {
-	repo, err := e.loadRepo(ctx, o.repo, false)
+	repo, err := e.LoadRepo(ctx, o.repo.settings(), false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -182,7 +181,7 @@ func (o *applyOptions) fleet(ctx context.Context, e *env, repo *config.Repo, tar
 		return nil, false, errors.Join(clientErrs...)
 	}
 	o.checkKubeVersions(e, targets, clients, results)
-	revision, isAncestor := checkedOut(e, repo.Root, o.revision)
+	revision, isAncestor := e.CheckedOut(repo.Root, o.revision)
 	fleet := make([]kube.FleetTarget, len(targets))
 	for i, t := range targets {
 		opts := o.apply
@@ -211,10 +210,7 @@ func (o *applyOptions) checkKubeVersions(e *env, targets []*config.Target, clien
 		}
 		if !kube.SameMinor(live, want) {
 			msg := fmt.Sprintf("cluster %s serves Kubernetes %s, and the HelmReleases of target %q were rendered for %s: declare the cluster's kubeVersion in ferry.yaml so diffs render what applies", clients[i].Host, live, t.Name, want)
-			fmt.Fprintln(e.stderr, "ferry: warning: "+msg)
-			if e.gha != nil {
-				_ = e.gha.Warning(msg, actions.Annotation{Title: "Kubernetes version"})
-			}
+			e.warn("Kubernetes version", msg)
 		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ferry-ci/ferry/internal/bump"
-	"github.com/ferry-ci/ferry/internal/images"
 )
 
 type bumpOptions struct {
@@ -34,7 +33,7 @@ type bumpOptions struct {
 
 func newBumpCmd(e *env) *cobra.Command {
 	o := &bumpOptions{}
-	def := images.DefaultScanOptions()
+	def := bump.DefaultOptions(".").Scan
 	cmd := &cobra.Command{
 		Use:     "bump [--policy NAME...] [--dry-run | --pr]",
 		Short:   "Scan registries for new image tags and rewrite the marked image lines",
@@ -70,18 +69,17 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	if o.dryRun && o.pr {
 		return errors.New("--dry-run and --pr exclude each other")
 	}
-	opts := bump.Options{Root: o.repo, Policies: o.policies, Scan: images.DefaultScanOptions(), Getenv: e.getenv}
+	opts := bump.DefaultOptions(o.repo)
+	opts.Policies, opts.Getenv = o.policies, e.Getenv
 	opts.Scan.InsecureRegistries = o.insecure
 	opts.Scan.MaxTags, opts.Scan.Timeout, opts.Scan.Concurrency = o.maxTags, o.timeout, o.concurrency
 	var err error
-	if opts.Pushed, opts.PushedBy, err = bump.PushedImages(o.webhookPayload, e.event); err != nil {
+	if opts.Pushed, opts.PushedBy, err = bump.PushedImages(o.webhookPayload, e.Event); err != nil {
 		return err
 	}
 	scan, err := bump.Run(cmd.Context(), opts)
 	if scan != nil {
-		e.hide(scan.Passwords...)
-	}
-	if scan != nil {
+		e.Hide(scan.Passwords...)
 		for _, n := range scan.Notes {
 			fmt.Fprintln(e.stderr, "ferry: "+n)
 		}
@@ -92,26 +90,25 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	if err != nil || scan.Result == nil {
 		return err
 	}
-	res := scan.Result
 	if o.pr {
 		return runBumpPR(cmd.Context(), e, o, scan)
 	}
-	cs, err := images.Rewrite(scan.Root, scan.Markers, res.ByRef())
+	cs, err := scan.Rewrite()
 	if err != nil {
 		return err
 	}
-	for _, w := range res.Warnings() {
+	for _, w := range scan.Result.Warnings() {
 		fmt.Fprintln(e.stderr, "ferry: warning: "+w)
 	}
-	e.summary(images.Markdown(res, cs, o.dryRun))
+	e.Summary(scan.Markdown(cs, o.dryRun))
 	if o.dryRun {
-		images.WriteReport(e.stderr, res, cs, "would change")
+		scan.Report(e.stderr, cs, "would change")
 		_, err := io.WriteString(e.stdout, cs.UnifiedDiff())
 		return err
 	}
 	if err := cs.Write(); err != nil {
 		return err
 	}
-	images.WriteReport(e.stdout, res, cs, "changed")
+	scan.Report(e.stdout, cs, "changed")
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/bump"
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/event"
+	"github.com/ferry-ci/ferry/internal/runenv"
 )
 
 // notifyPRs sends PullRequestOpened or PullRequestUpdated (info) per
@@ -25,7 +26,7 @@ func (o *bumpOptions) notifyPRs(ctx context.Context, e *env, opened []bump.Opene
 	if len(events) == 0 {
 		return
 	}
-	repo, err := e.loadRepo(ctx, repoFlags{dir: o.repo, helmReleases: &choiceValue{}}, false)
+	repo, err := e.LoadRepo(ctx, runenv.Repo{Dir: o.repo}, false)
 	if err != nil {
 		e.notifyWarning(fmt.Sprintf("notifications: reading the repository's Flux notification objects: %v", err))
 		return

@@ -24,14 +24,14 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, scan *bump.Scan) err
 	}
 	if prs.Len() == 0 {
 		fmt.Fprintln(e.stderr, "ferry: every marked image is at its policy's latest tag; no pull request")
-		e.output("pull-requests", "[]")
+		e.Output("pull-requests", "[]")
 		return nil
 	}
-	token := e.token()
+	token := e.Token()
 	if token == "" {
 		return errors.New("--pr: no token: set FERRY_TOKEN, GITHUB_TOKEN or GITEA_TOKEN (or the step's token input)")
 	}
-	f, err := openForge(e, o.forge)
+	f, err := e.OpenForge(o.forge)
 	if err != nil {
 		return fmt.Errorf("--pr: %w", err)
 	}
@@ -58,7 +58,7 @@ func reportPRs(e *env, out []bump.Opened, warnings []string) error {
 	if err != nil {
 		return err
 	}
-	e.output("pull-requests", string(b))
-	e.summary(bump.Markdown(out, warnings))
+	e.Output("pull-requests", string(b))
+	e.Summary(bump.Markdown(out, warnings))
 	return nil
 }

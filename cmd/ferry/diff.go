@@ -3,12 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/confine"
@@ -82,10 +79,10 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	dopts.Mask = e.masker
+	dopts.Mask = e.Masker
 	dopts.ShowAllMetadata = o.showAllMetadata
 	if o.live {
-		dopts.Live = o.liveCompare(e)
+		dopts.Live = diff.LiveCompare(func(t *config.Target) (*kube.Client, error) { return o.cluster.client(e, t) }, o.inventoryNS, e.Masker)
 		dopts.ReadCluster = o.cluster.clusterReader(e)
 	}
 	if o.notifyOn {
@@ -100,7 +97,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 		return err
 	}
 	blocks := diff.Markdown(report)
-	markdown := e.masker.Mask(strings.Join(blocks, "\n"))
+	markdown := e.Masker.Mask(strings.Join(blocks, "\n"))
 	if o.reportFile != "" {
 		if err := confine.WriteNamed(o.reportFile, []byte(markdown), 0o644); err != nil {
 			return fmt.Errorf("--report-file: %w", err)
@@ -126,46 +123,12 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	return nil
 }
 
-// liveCompare compares a target's head render with its cluster: a
-// server-side dry-run, nothing written.
-func (o *diffOptions) liveCompare(e *env) func(context.Context, *config.Target, []*unstructured.Unstructured) ([]diff.Object, error) {
-	return func(ctx context.Context, t *config.Target, objs []*unstructured.Unstructured) ([]diff.Object, error) {
-		client, err := o.cluster.client(e, t)
-		if err != nil {
-			return nil, err
-		}
-		cmp, err := client.Compare(ctx, objs, kube.CompareOptions{Target: t.Name, InventoryNamespace: o.inventoryNS, DryRunAll: true, LeaveOut: config.ActsOn})
-		if err != nil {
-			return nil, err
-		}
-		return diff.Live(cmp, t.Prune, e.masker), nil
-	}
-}
-
 // printDiff writes the report in --format, its text colored for a
 // terminal (--color).
 func printDiff(e *env, o *diffOptions, r *diff.Report) error {
 	var res output.Result = r
-	if o.color.value == "always" || o.color.value == "auto" && isTerminal(e.stdout) && e.getenv("NO_COLOR") == "" {
+	if o.color.value == "always" || o.color.value == "auto" && output.IsTerminal(e.stdout) && e.Getenv("NO_COLOR") == "" {
 		res = diff.Colored{Report: r}
 	}
 	return e.print(res, o.format.value)
-}
-
-// isTerminal reports whether w writes to a terminal, itself or through
-// the writers it wraps (a masking one, say).
-func isTerminal(w any) bool {
-	for {
-		u, ok := w.(interface{ Unwrap() io.Writer })
-		if !ok {
-			break
-		}
-		w = u.Unwrap()
-	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/ferry-ci/ferry/internal/forge"
 )
 
 // postDiffComment keeps the report in one comment (or numbered parts) on
@@ -14,15 +12,11 @@ func postDiffComment(cmd *cobra.Command, e *env, o *diffOptions, blocks []string
 	if o.pr <= 0 {
 		return fmt.Errorf("--comment: no pull request number (pass --pr, or run on a pull_request event)")
 	}
-	f, err := openForge(e, o.forge)
+	f, err := e.OpenForge(o.forge)
 	if err != nil {
 		return fmt.Errorf("--comment: %w", err)
 	}
-	masked := make([]string, len(blocks))
-	for i, b := range blocks {
-		masked[i] = e.masker.Mask(b)
-	}
-	res, err := forge.Sticky{Key: "diff", MaxParts: o.maxComments}.Sync(cmd.Context(), f, o.pr, masked)
+	res, err := e.Sticky(cmd.Context(), f, "diff", o.pr, o.maxComments, blocks)
 	if err != nil {
 		return fmt.Errorf("--comment on pull request #%d: %w (the full report is in the step summary and --report-file)", o.pr, err)
 	}

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/drift"
-	"github.com/ferry-ci/ferry/internal/forge"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/output"
 )
@@ -68,20 +67,14 @@ func newDriftCmd(e *env) *cobra.Command {
 }
 
 func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error {
-	summary, issues, err := o.reportKinds()
+	if err := o.check(); err != nil {
+		return err
+	}
+	syncIssues, err := o.issueSync(e)
 	if err != nil {
 		return err
 	}
-	if o.concurrency < 1 {
-		return fmt.Errorf("--concurrency %d: want 1 or more", o.concurrency)
-	}
-	var issueForge forge.Forge
-	if issues {
-		if issueForge, err = o.issueForge(e); err != nil {
-			return err
-		}
-	}
-	repo, err := e.loadRepo(ctx, o.repo, false)
+	repo, err := e.LoadRepo(ctx, o.repo.settings(), false)
 	if err != nil {
 		return err
 	}
@@ -93,16 +86,15 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	}
 	checks, byName := driftTargets(ctx, repo, targets)
 	connect := func(name string) (*kube.Client, error) { return o.cluster.client(e, byName[name]) }
-	reports, revision := o.check(ctx, e, repo, checks, connect)
+	reports, revision := o.detect(ctx, e, repo, checks, connect)
 	var issueErr error
-	if issues {
-		run := actions.New(e.getenv, e.stdout).RunURL()
-		issueErr = drift.SyncIssues(ctx, issueForge, o.issueLabel, reports, revision, run, e.masker.Mask)
+	if syncIssues != nil {
+		issueErr = syncIssues(ctx, reports, revision)
 	}
 	if err := e.print(drift.Reports(reports), o.format.value); err != nil {
 		return err
 	}
-	if err := reportDriftToActions(e, reports, summary); err != nil {
+	if err := reportDriftToActions(e, reports, slices.Contains(o.reports, "summary")); err != nil {
 		return err
 	}
 	o.notifyDrift(ctx, e, repo, checks, reports, connect)
@@ -110,10 +102,10 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	return o.driftStatus(reports, issueErr)
 }
 
-// check compares the targets with their clusters (and heals them with
+// detect compares the targets with their clusters (and heals them with
 // --heal) at the checked-out revision; the reports come back masked.
-func (o *driftOptions) check(ctx context.Context, e *env, repo *config.Repo, checks []drift.Target, connect func(string) (*kube.Client, error)) ([]*drift.Report, string) {
-	revision, isAncestor := checkedOut(e, repo.Root, o.revision)
+func (o *driftOptions) detect(ctx context.Context, e *env, repo *config.Repo, checks []drift.Target, connect func(string) (*kube.Client, error)) ([]*drift.Report, string) {
+	revision, isAncestor := e.CheckedOut(repo.Root, o.revision)
 	reports := drift.Check(ctx, checks, drift.CheckOptions{
 		Connect:     connect,
 		Compare:     o.compare,
@@ -122,41 +114,44 @@ func (o *driftOptions) check(ctx context.Context, e *env, repo *config.Repo, che
 		Apply:       o.apply,
 		Revision:    revision,
 		IsAncestor:  isAncestor,
-		Mask:        e.masker,
+		Mask:        e.Masker,
 	})
 	// Detect masked what it compared; render, cluster and heal errors are
 	// masked here.
 	for _, r := range reports {
-		e.masker.Redact(r)
+		e.Masker.Redact(r)
 	}
 	return reports, revision
 }
 
-// reportKinds reads --report: a step summary, drift issues, or none.
-func (o *driftOptions) reportKinds() (summary, issues bool, err error) {
+// check checks the flags: --report is summary (the step summary), issue
+// (drift issues) or none.
+func (o *driftOptions) check() error {
 	for _, r := range o.reports {
-		switch r {
-		case "summary":
-			summary = true
-		case "issue":
-			issues = true
-		case "none", "":
-		default:
-			return false, false, fmt.Errorf("--report %q: want summary, issue or none", r)
+		if !slices.Contains([]string{"summary", "issue", "none", ""}, r) {
+			return fmt.Errorf("--report %q: want summary, issue or none", r)
 		}
 	}
-	return summary, issues, nil
+	if o.concurrency < 1 {
+		return fmt.Errorf("--concurrency %d: want 1 or more", o.concurrency)
+	}
+	return nil
 }
 
-// issueForge is the forge of --report issue: named by --forge or found
-// from the Actions environment (openForge: token in FERRY_TOKEN, else
-// GITHUB_TOKEN or GITEA_TOKEN).
-func (o *driftOptions) issueForge(e *env) (forge.Forge, error) {
-	f, err := openForge(e, o.forge)
+// issueSync keeps an issue per drifted target (drift.SyncIssues) on the
+// forge of --report issue: named by --forge or found from the Actions
+// environment (runenv.Env.OpenForge). Without --report issue it is nil.
+func (o *driftOptions) issueSync(e *env) (func(context.Context, []*drift.Report, string) error, error) {
+	if !slices.Contains(o.reports, "issue") {
+		return nil, nil
+	}
+	f, err := e.OpenForge(o.forge)
 	if err != nil {
 		return nil, fmt.Errorf("--report issue: %w", err)
 	}
-	return f, nil
+	return func(ctx context.Context, reports []*drift.Report, revision string) error {
+		return drift.SyncIssues(ctx, f, o.issueLabel, reports, revision, e.RunURL(), e.Masker.Mask)
+	}, nil
 }
 
 // driftTargets renders every target first (a Repo renders one at a time);
@@ -204,7 +199,7 @@ func (o *driftOptions) driftStatus(reports []*drift.Report, issueErr error) erro
 // names, when it names one.
 func reportDriftToActions(e *env, reports []*drift.Report, summary bool) error {
 	_, drifted := drift.Outcome(reports)
-	e.output("drifted", strconv.FormatBool(len(drifted) > 0))
+	e.Output("drifted", strconv.FormatBool(len(drifted) > 0))
 	if !summary {
 		return nil
 	}
@@ -212,17 +207,7 @@ func reportDriftToActions(e *env, reports []*drift.Report, summary bool) error {
 	if err := drift.Markdown(&b, reports); err != nil {
 		return err
 	}
-	if e.inActions() {
-		e.summary(b.String())
-		return nil
-	}
-	if e.getenv("GITHUB_STEP_SUMMARY") == "" {
-		return nil
-	}
-	if err := e.maskedRuntime().AddSummary(b.String()); err != nil {
-		return fmt.Errorf("step summary: %w", err)
-	}
-	return nil
+	return e.SummaryFile(b.String())
 }
 
 // notifyDrift sends DriftDetected and DriftResolved once per change of a

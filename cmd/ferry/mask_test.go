@@ -218,11 +218,11 @@ func TestOwnSecretsLearnedAtStart(t *testing.T) {
 		"*** *** ***",
 		"other-variable-value lookalike-value ***",
 	}, "\n")
-	if got := e.masker.Mask(text); got != want {
+	if got := e.Masker.Mask(text); got != want {
 		t.Errorf("masked:\n%s\nwant:\n%s", got, want)
 	}
 	// Render's manifests hide the same, and nothing decrypted.
-	if got := e.credentials.Mask(text); got != want {
+	if got := e.Credentials.Mask(text); got != want {
 		t.Errorf("credentials masked:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/output"
+	"github.com/ferry-ci/ferry/internal/release"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
 )
 
@@ -85,7 +86,7 @@ notifications:
 	}
 	runs = append(runs, run{name: "render", args: []string{"render", "--repo", r.Dir}, manifests: true})
 	each("render --list", (&config.Listing{}).Formats(), "render", "--list", "--repo", r.Dir)
-	each("version", readBuildInfo().Formats(), "version")
+	each("version", release.Info{}.Formats(), "version")
 	each("diff", (&diff.Report{}).Formats(), append([]string{"diff", "--notify"}, revs...)...)
 	runs = append(runs, run{name: "plan", args: append([]string{"plan"}, revs...)})
 	runs = append(runs, run{name: "bump --dry-run", args: []string{"bump", "--dry-run", "--repo", r.Dir}})

@@ -5,15 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/event"
-	"github.com/ferry-ci/ferry/internal/markdown"
 	"github.com/ferry-ci/ferry/internal/notify"
 )
 
@@ -42,45 +39,27 @@ func (e *env) notify(ctx context.Context, n notifyFlags, repo *config.Repo, even
 		return notify.Outcome{}
 	}
 	var dry bytes.Buffer
-	opts := notify.Options{
-		Getenv:       e.getenv,
-		Hide:         e.hide,
-		OpenStatuses: notify.OpenForgeStatuses(e.masker.Mask),
-		Total:        n.total,
-	}
+	var dryRun io.Writer
 	if n.dryRun {
-		opts.DryRun = &dry
+		dryRun = &dry
 	}
-	out := notify.Deliver(ctx, repo, events, opts, e.masker.Mask)
+	out := e.Notify(ctx, repo, events, n.total, dryRun)
 	for _, w := range out.Warnings {
-		fmt.Fprintln(e.stderr, "ferry: warning: "+e.masker.Mask(w))
+		fmt.Fprintln(e.stderr, "ferry: warning: "+e.Masker.Mask(w))
 	}
 	for _, f := range out.Failures {
 		e.notifyWarning(f)
 	}
 	if dry.Len() > 0 {
-		_, _ = io.WriteString(e.stdout, e.masker.Mask(dry.String()))
+		_, _ = io.WriteString(e.stdout, e.Masker.Mask(dry.String()))
 	}
-	if e.gha != nil && len(out.Failures) > 0 {
-		var b strings.Builder
-		b.WriteString("### Notifications\n\n")
-		fmt.Fprintf(&b, "%d delivered, %d not delivered (the deploy is not affected):\n\n", out.Sent, len(out.Failures))
-		for _, f := range out.Failures {
-			fmt.Fprintf(&b, "- %s\n", markdown.Text(e.masker.Mask(f)))
-		}
+	if md := out.Markdown(e.Masker.Mask); e.Step != nil && md != "" {
 		// Straight to the summary: a failure to write it must not fail the
 		// run either.
-		_ = e.gha.AddSummary(e.masker.Mask(b.String()))
+		_ = e.Step.AddSummary(md)
 	}
 	return out
 }
 
-// notifyWarning prints msg, masked, as a warning on stderr and as an
-// Actions warning annotation.
-func (e *env) notifyWarning(msg string) {
-	msg = e.masker.Mask(msg)
-	fmt.Fprintln(e.stderr, "ferry: warning: "+msg)
-	if e.gha != nil {
-		_ = e.gha.Warning(msg, actions.Annotation{Title: "Notification not delivered"})
-	}
-}
+// notifyWarning is a warning (warn) about a notification.
+func (e *env) notifyWarning(msg string) { e.warn("Notification not delivered", msg) }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/diff"
 )
 
@@ -30,17 +29,13 @@ func newPlanCmd(e *env) *cobra.Command {
 				return err
 			}
 			for _, n := range p.Notes {
-				msg := e.masker.Mask(n)
-				fmt.Fprintln(e.stderr, "ferry: warning: "+msg)
-				if e.gha != nil {
-					_ = e.gha.Warning(msg, actions.Annotation{Title: "Pull request reach"})
-				}
+				e.warn("Pull request reach", n)
 			}
 			m := p.Matrix()
 			fmt.Fprintln(e.stdout, m.JSON())
-			e.output("matrix", m.JSON())
-			e.output("targets", m.TargetsJSON())
-			e.output("clusters", m.ClustersJSON())
+			e.Output("matrix", m.JSON())
+			e.Output("targets", m.TargetsJSON())
+			e.Output("clusters", m.ClustersJSON())
 			return nil
 		},
 	}
@@ -64,7 +59,7 @@ func (o *planOptions) plan(ctx context.Context, e *env, targets []string) (*diff
 		return o.everything(ctx, e, targets, "every target (--all)")
 	}
 	if o.rev.base == "" {
-		ev, err := e.event()
+		ev, err := e.Event()
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +67,7 @@ func (o *planOptions) plan(ctx context.Context, e *env, targets []string) (*diff
 			return nil, errors.New("--base is required outside Actions (or --all: every target of the work tree)")
 		}
 		if base, _, _ := ev.Revisions(); base == "" {
-			return o.everything(ctx, e, targets, noBaseWhy(ev))
+			return o.everything(ctx, e, targets, ev.NoBase())
 		}
 	}
 	dopts, err := o.rev.options(e, o.repo, targets, nil)
@@ -85,18 +80,9 @@ func (o *planOptions) plan(ctx context.Context, e *env, targets []string) (*diff
 // everything lists every target of the work tree (or of targets), each
 // with why.
 func (o *planOptions) everything(ctx context.Context, e *env, targets []string, why string) (*diff.Plan, error) {
-	ropts, err := e.renderOptions(o.repo, o.rev.noDecrypt || !e.hasAgeKey())
+	ropts, err := e.RenderOptions(o.repo.settings(), o.rev.noDecrypt || !e.HasAgeKey())
 	if err != nil {
 		return nil, err
 	}
-	return diff.Everything(ctx, diff.Options{Repo: o.repo.dir, Render: ropts, Targets: targets}, why)
-}
-
-// noBaseWhy says why an Actions run without a base revision plans every
-// target.
-func noBaseWhy(ev *actions.Event) string {
-	if ev.Push != nil && ev.Push.Base() == "" {
-		return "no base revision: the push created " + ev.Push.Ref
-	}
-	return "no base revision (" + ev.Name + " event): every target"
+	return diff.Everything(ctx, diff.Options{Repo: o.repo.Dir, Render: ropts, Targets: targets}, why)
 }

@@ -46,7 +46,7 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 	ctx := cmd.Context()
 	// --list reads no secret: each target's state is that of a render
 	// with encrypted Secrets left out, so listing needs no key.
-	repo, err := e.loadRepo(ctx, o.repo, o.noDecrypt || o.list)
+	repo, err := e.LoadRepo(ctx, o.repo.settings(), o.noDecrypt || o.list)
 	if err != nil {
 		return err
 	}
@@ -63,19 +63,12 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 		return err
 	}
 	for _, res := range results {
-		for _, id := range res.Omitted {
-			fmt.Fprintf(e.stderr, "ferry: target %q: left out encrypted %s (--no-decrypt)\n", res.Name, id)
+		notes, warning := res.Notes()
+		for _, n := range notes {
+			fmt.Fprintln(e.stderr, "ferry: "+n)
 		}
-		for _, rel := range res.Releases {
-			if rel.Skipped != "" {
-				fmt.Fprintf(e.stderr, "ferry: target %q: %s not rendered: %s\n", res.Name, rel.ID, rel.Skipped)
-			}
-		}
-		for _, sk := range res.Skipped {
-			fmt.Fprintf(e.stderr, "ferry: target %q: %s not rendered: %s\n", res.Name, sk.ID, sk.Reason)
-		}
-		if note := render.WithoutNote(res.Without, res.Unresolved); note != "" {
-			fmt.Fprintf(e.stderr, "ferry: warning: target %q: %s\n", res.Name, note)
+		if warning != "" {
+			fmt.Fprintln(e.stderr, "ferry: warning: "+warning)
 		}
 	}
 	hideCredentials(e, results)
@@ -103,7 +96,7 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 func hideCredentials(e *env, results []*render.Result) {
 	for _, res := range results {
 		for _, o := range res.Set.Objects {
-			masked, ok := e.credentials.MaskValue(o.Object).(map[string]any)
+			masked, ok := e.Credentials.MaskValue(o.Object).(map[string]any)
 			if !ok || reflect.DeepEqual(masked, o.Object) {
 				continue
 			}
@@ -120,6 +113,6 @@ func printListing(ctx context.Context, e *env, repo *config.Repo, format string)
 	if err != nil {
 		return err
 	}
-	e.masker.Redact(l)
+	e.Masker.Redact(l)
 	return e.print(l, format)
 }

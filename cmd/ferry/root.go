@@ -8,8 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ferry-ci/ferry/internal/actions"
-	"github.com/ferry-ci/ferry/internal/secrets"
+	"github.com/ferry-ci/ferry/internal/runenv"
 )
 
 // Exit codes are a contract for every command.
@@ -35,15 +34,12 @@ func run(ctx context.Context, args []string, e *env) int {
 // runWith is run with the command tree newRoot builds. Inside an Actions
 // step the inputs become flags and arguments first (see actions.go).
 func runWith(ctx context.Context, args []string, e *env, newRoot func(*env) *cobra.Command) int {
-	e.masker, e.credentials = secrets.NewMasker(), secrets.NewMasker()
-	e.learnSecrets()
-	if actions.Enabled(e.getenv) {
-		e.openActions()
-	}
+	e.Env = runenv.New(e.Getenv, e.environ, e.stdout)
+	e.Sandbox = e.sandbox
 	// The chart render process ends with the run (it is killed, so a
 	// render stopped by a signal ends at once).
-	defer e.sandbox.Close()
-	e.maskStreams()
+	defer e.Sandbox.Close()
+	e.stdout, e.stderr, e.manifests = e.Streams(e.stdout, e.stderr)
 	// The streams hold back a line not ended yet; write it out last.
 	defer e.flushStreams()
 	args, err := e.startActions(args, newRoot)
@@ -54,16 +50,14 @@ func runWith(ctx context.Context, args []string, e *env, newRoot func(*env) *cob
 		cmd.SetErr(e.stderr)
 		err = cmd.ExecuteContext(ctx)
 	}
-	if e.creds != nil {
-		// Variables of the former spelling read (or left unread): said
-		// once, whatever the run's outcome.
-		for _, w := range e.creds.Warnings() {
-			fmt.Fprintln(e.stderr, "ferry: warning: "+e.masker.Mask(w))
-		}
+	// Variables of the former spelling read (or left unread): said once,
+	// whatever the run's outcome.
+	for _, w := range e.CredentialWarnings() {
+		fmt.Fprintln(e.stderr, "ferry: warning: "+e.Masker.Mask(w))
 	}
 	var ec *exitCodeError
-	if e.actionErr != nil && (err == nil || errors.As(err, &ec)) {
-		err = e.actionErr
+	if e.StepErr() != nil && (err == nil || errors.As(err, &ec)) {
+		err = e.StepErr()
 	}
 	if ctx.Err() != nil {
 		// Stopped by a signal (or a caller's deadline): whatever the
@@ -78,11 +72,11 @@ func runWith(ctx context.Context, args []string, e *env, newRoot func(*env) *cob
 	e.finishActions(err, args)
 	if ctx.Err() == nil && errors.As(err, &ec) {
 		if ec.msg != "" {
-			fmt.Fprintln(e.stderr, e.masker.Mask(ec.msg))
+			fmt.Fprintln(e.stderr, e.Masker.Mask(ec.msg))
 		}
 		return ec.code
 	}
-	fmt.Fprintln(e.stderr, "ferry: "+e.masker.Mask(strings.TrimSpace(err.Error())))
+	fmt.Fprintln(e.stderr, "ferry: "+e.Masker.Mask(strings.TrimSpace(err.Error())))
 	return exitError
 }
 

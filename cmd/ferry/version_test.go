@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ferry-ci/ferry/internal/release"
 )
 
 // TestVersion prints what a release build stamps (-X main.version,
@@ -31,11 +33,11 @@ func TestVersion(t *testing.T) {
 	if code := run(t.Context(), []string{"version", "--format", "json"}, e); code != 0 {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
-	var got buildInfo
+	var got release.Info
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("%v:\n%s", err, out.String())
 	}
-	wantInfo := buildInfo{Version: "v1.2.3", Commit: commit, Date: date, GoVersion: runtime.Version(), Platform: platform}
+	wantInfo := release.Info{Version: "v1.2.3", Commit: commit, Date: date, GoVersion: runtime.Version(), Platform: platform}
 	if d := cmp.Diff(wantInfo, got); d != "" {
 		t.Errorf("json (-want +got):\n%s", d)
 	}

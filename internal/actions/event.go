@@ -184,3 +184,30 @@ func (e *Event) Revisions() (base, head string, pr int) {
 	}
 	return "", "", 0
 }
+
+// FillRevisions sets base, head and pr (when pr is not nil) from the
+// event's Revisions where they are unset: a nil event sets nothing.
+func (e *Event) FillRevisions(base, head *string, pr *int) {
+	if e == nil {
+		return
+	}
+	b, h, n := e.Revisions()
+	if *base == "" {
+		*base = b
+	}
+	if *head == "" {
+		*head = h
+	}
+	if pr != nil && *pr == 0 {
+		*pr = n
+	}
+}
+
+// NoBase says why a run on this event has no base revision to compare
+// with, so every target is planned.
+func (e *Event) NoBase() string {
+	if e.Push != nil && e.Push.Base() == "" {
+		return "no base revision: the push created " + e.Push.Ref
+	}
+	return "no base revision (" + e.Name + " event): every target"
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,4 +129,28 @@ func (s *Scan) selectPolicies(o Options, policies []*images.Policy) ([]*images.P
 		s.Notes = append(s.Notes, "no marked image policy to scan")
 	}
 	return scan, nil
+}
+
+// DefaultOptions are the options of a scan of every policy of the
+// repository at root.
+func DefaultOptions(root string) Options {
+	return Options{Root: root, Scan: images.DefaultScanOptions()}
+}
+
+// Rewrite is the change the scan makes to the work tree: every marked
+// image line set to its policy's latest tag (images.Rewrite), not
+// written yet.
+func (s *Scan) Rewrite() (*images.ChangeSet, error) {
+	return images.Rewrite(s.Root, s.Markers, s.Result.ByRef())
+}
+
+// Report writes what changed (verb: "changed", "would change") and what
+// did not, one line per policy (images.WriteReport).
+func (s *Scan) Report(w io.Writer, cs *images.ChangeSet, verb string) {
+	images.WriteReport(w, s.Result, cs, verb)
+}
+
+// Markdown is the scan and its change as the step summary shows them.
+func (s *Scan) Markdown(cs *images.ChangeSet, dryRun bool) string {
+	return images.Markdown(s.Result, cs, dryRun)
 }

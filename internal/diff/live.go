@@ -1,8 +1,11 @@
 package diff
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/secrets"
@@ -74,4 +77,22 @@ func normalized(u *unstructured.Unstructured) *unstructured.Unstructured {
 		n.SetAnnotations(a)
 	}
 	return n
+}
+
+// LiveCompare is the Options.Live of targets reached through connect:
+// each target's head render compared with its cluster by a server-side
+// dry-run (kube.Client.Compare, nothing written), its inventory read in
+// inventoryNS, the result masked with mask (see Live).
+func LiveCompare(connect func(*config.Target) (*kube.Client, error), inventoryNS string, mask *secrets.Masker) func(context.Context, *config.Target, []*unstructured.Unstructured) ([]Object, error) {
+	return func(ctx context.Context, t *config.Target, objs []*unstructured.Unstructured) ([]Object, error) {
+		client, err := connect(t)
+		if err != nil {
+			return nil, err
+		}
+		cmp, err := client.Compare(ctx, objs, kube.CompareOptions{Target: t.Name, InventoryNamespace: inventoryNS, DryRunAll: true, LeaveOut: config.ActsOn})
+		if err != nil {
+			return nil, err
+		}
+		return Live(cmp, t.Prune, mask), nil
+	}
 }

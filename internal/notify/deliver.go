@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+
+	"github.com/ferry-ci/ferry/internal/markdown"
 )
 
 // Objects are a repository's notification objects, by cluster (see
@@ -93,4 +96,20 @@ func Deliver(ctx context.Context, objs Objects, events map[string][]Event, opts 
 		}
 	}
 	return out
+}
+
+// Markdown is the step summary's section on the notifications not
+// delivered, each failure masked with mask before it is quoted; "" when
+// none failed.
+func (o Outcome) Markdown(mask func(string) string) string {
+	if len(o.Failures) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("### Notifications\n\n")
+	fmt.Fprintf(&b, "%d delivered, %d not delivered (the deploy is not affected):\n\n", o.Sent, len(o.Failures))
+	for _, f := range o.Failures {
+		fmt.Fprintf(&b, "- %s\n", markdown.Text(mask(f)))
+	}
+	return b.String()
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 )
@@ -39,7 +40,7 @@ type UnknownFormatError struct {
 }
 
 func (e *UnknownFormatError) Error() string {
-	return fmt.Sprintf("unknown format %q: want %s", e.Format, orList(Names(e.Offered)))
+	return fmt.Sprintf("unknown format %q: want %s", e.Format, OrList(Names(e.Offered)))
 }
 
 // Check returns the *UnknownFormatError of f when offered lacks it.
@@ -67,10 +68,28 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// orList is "a, b or c".
-func orList(xs []string) string {
+// OrList is "a, b or c".
+func OrList(xs []string) string {
 	if len(xs) <= 1 {
 		return strings.Join(xs, "")
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
+}
+
+// IsTerminal reports whether w writes to a terminal, itself or through
+// the writers it wraps (a masking one, say: an Unwrap() io.Writer).
+func IsTerminal(w any) bool {
+	for {
+		u, ok := w.(interface{ Unwrap() io.Writer })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -1,6 +1,7 @@
-package main
+package runenv
 
 import (
+	"io"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -25,7 +26,7 @@ func TestInputProvidersFromEnvironment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := &env{getenv: func(k string) string { return tt.vars[k] }}
+			e := New(func(k string) string { return tt.vars[k] }, nil, io.Discard)
 			got := e.inputProviders()
 			if diff := cmp.Diff(tt.want, got.Forge); diff != "" {
 				t.Errorf("forge (-want +got):\n%s", diff)

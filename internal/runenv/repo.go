@@ -1,0 +1,153 @@
+package runenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/gitrepo"
+	"github.com/ferry-ci/ferry/internal/helm"
+	"github.com/ferry-ci/ferry/internal/images"
+	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/secrets"
+)
+
+// Repo names the repository a command reads and how far its
+// kustomizations may reach: the flags the commands share.
+type Repo struct {
+	Dir              string
+	AllowRemoteBases bool
+	// HelmReleases is who installs Flux HelmReleases for every cluster
+	// (config.HelmRender or config.HelmController); "" lets each
+	// cluster's ferry.yaml entry say.
+	HelmReleases string
+	// CacheDir keeps fetched charts across runs; "" is the runner's tool
+	// cache, else the user cache folder (see chartCacheDir).
+	CacheDir string
+	// Insecure are the chart hosts reached over plain HTTP.
+	Insecure []string
+	// Workspace is the folder every file ferry reads must be in; ""
+	// is $GITHUB_WORKSPACE, else the repository's parent.
+	Workspace string
+}
+
+// RenderOptions are the render options of r: encrypted files are
+// decrypted with the age identities of the environment (see Decryptor),
+// unless noDecrypt.
+func (e *Env) RenderOptions(r Repo, noDecrypt bool) (render.Options, error) {
+	cacheDir := e.chartCacheDir(r.CacheDir)
+	opts := render.Options{
+		NoDecrypt:        noDecrypt,
+		AllowRemoteBases: r.AllowRemoteBases,
+		HelmReleases:     r.HelmReleases,
+		HelmSources:      helm.NewSources(helm.SourcesOptions{CacheDir: cacheDir}),
+		HelmLoaded:       helm.NewLoadedCharts(),
+		HelmRenders:      helm.NewRenderCache(cacheDir, 0),
+		Builds:           render.NewBuilds(),
+		InsecureHosts:    r.Insecure,
+		ChartCredentials: e.ChartCredentials(),
+		Workspace:        r.Workspace,
+		HelmSandbox:      e.Sandbox,
+		InputProviders:   e.inputProviders(),
+	}
+	if opts.Workspace == "" {
+		opts.Workspace = e.getenv("GITHUB_WORKSPACE") // "" lets config take the repository's parent
+	}
+	if !opts.NoDecrypt {
+		d, err := e.Decryptor()
+		if err != nil {
+			return opts, err
+		}
+		opts.Decryptor = d
+	}
+	return opts, nil
+}
+
+// LoadRepo loads the repository r names, rendering with RenderOptions.
+func (e *Env) LoadRepo(ctx context.Context, r Repo, noDecrypt bool) (*config.Repo, error) {
+	opts, err := e.RenderOptions(r, noDecrypt)
+	if err != nil {
+		return nil, err
+	}
+	return config.Load(ctx, r.Dir, opts)
+}
+
+// chartCacheDir is dir, else ferry/charts under the runner's tool cache
+// (which actions/cache can keep), else under the user cache folder
+// ($XDG_CACHE_HOME, else ~/.cache); "" when there is none.
+func (e *Env) chartCacheDir(dir string) string {
+	switch {
+	case dir != "":
+		return dir
+	case e.getenv("RUNNER_TOOL_CACHE") != "":
+		return filepath.Join(e.getenv("RUNNER_TOOL_CACHE"), "ferry", "charts")
+	case e.getenv("XDG_CACHE_HOME") != "":
+		return filepath.Join(e.getenv("XDG_CACHE_HOME"), "ferry", "charts")
+	case e.getenv("HOME") != "":
+		return filepath.Join(e.getenv("HOME"), ".cache", "ferry", "charts")
+	}
+	return ""
+}
+
+// Decryptor reads the age identities, from SOPS_AGE_KEY or the file
+// SOPS_AGE_KEY_FILE names, and returns a decryptor the masker watches.
+func (e *Env) Decryptor() (*secrets.Decryptor, error) {
+	text := e.getenv("SOPS_AGE_KEY")
+	if text == "" {
+		if p := e.getenv("SOPS_AGE_KEY_FILE"); p != "" {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("SOPS_AGE_KEY_FILE: %w", err)
+			}
+			text = string(b)
+		}
+	}
+	e.Hide(secrets.AgeKeyLines(text)...)
+	var ids *secrets.Identities
+	if strings.TrimSpace(text) != "" {
+		var err error
+		if ids, err = secrets.ParseIdentities(text); err != nil {
+			return nil, err
+		}
+	}
+	d := secrets.NewDecryptor(ids)
+	e.Masker.Watch(d)
+	return d, nil
+}
+
+// HasAgeKey reports whether an age identity was given at all.
+func (e *Env) HasAgeKey() bool {
+	return strings.TrimSpace(e.getenv("SOPS_AGE_KEY")) != "" || e.getenv("SOPS_AGE_KEY_FILE") != ""
+}
+
+// ChartCredentials are the run's credentials of chart sources from the
+// environment, made once.
+func (e *Env) ChartCredentials() *images.EnvCredentials {
+	if e.creds == nil {
+		e.creds = images.NewEnvCredentials(e.SecretEnv)
+	}
+	return e.creds
+}
+
+// CredentialWarnings are the warnings about the chart sources'
+// credential variables a run read (a former spelling), to say once at
+// the end of the run.
+func (e *Env) CredentialWarnings() []string {
+	if e.creds == nil {
+		return nil
+	}
+	return e.creds.Warnings()
+}
+
+// CheckedOut returns the revision being applied or compared: flag, else
+// $GITHUB_SHA, else the HEAD of the repository at root, with how to tell
+// whether one commit is an ancestor of another (see gitrepo.CheckedOut).
+func (e *Env) CheckedOut(root, flag string) (revision string, isAncestor func(a, b string) (bool, error)) {
+	if flag == "" {
+		flag = e.getenv("GITHUB_SHA")
+	}
+	return gitrepo.CheckedOut(root, flag)
+}
