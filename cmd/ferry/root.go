@@ -34,7 +34,7 @@ func run(ctx context.Context, args []string, e *env) int {
 // runWith is run with the command tree newRoot builds. Inside an Actions
 // step the inputs become flags and arguments first (see actions.go).
 func runWith(ctx context.Context, args []string, e *env, newRoot func(*env) *cobra.Command) int {
-	e.Env = runenv.New(e.Getenv, e.environ, e.stdout)
+	e.Env = runenv.New(e.getenv, e.environ, e.stdout)
 	e.Sandbox = e.sandbox
 	// The chart render process ends with the run (it is killed, so a
 	// render stopped by a signal ends at once).
