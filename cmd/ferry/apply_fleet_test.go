@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 	"strings"
 	"testing"
 
@@ -24,35 +25,9 @@ import (
 func TestApplyNestedFleet(t *testing.T) {
 	vars := applyVars(t)
 	ns, invNS := cp.Namespace(t), cp.Namespace(t)
-	r := newTestRepo(t)
-	r.write("clusters/dev/flux-system/gotk-sync.yaml", `apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  url: https://example.test/fleet
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  path: ./clusters/dev
-  prune: true
-  sourceRef: {kind: GitRepository, name: flux-system}
-`)
-	r.write("clusters/dev/tenants.yaml", `apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: tenants
-  namespace: flux-system
-spec:
-  path: ./tenants
-  prune: true
-  sourceRef: {kind: GitRepository, name: flux-system}
-`)
+	r := newScenario(t)
+	r.bootstrap("dev", "https://example.test/fleet")
+	r.write("clusters/dev/tenants.yaml", helmtest.FluxKustomization("tenants", "./tenants", ""))
 	r.write("tenants/team.yaml", strings.ReplaceAll(`apiVersion: v1
 kind: Namespace
 metadata:

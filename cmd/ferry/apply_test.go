@@ -18,7 +18,6 @@ import (
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/kube/kubetest"
-	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // cp is the package's control plane (see TestMain).
@@ -41,13 +40,10 @@ func applyVars(t *testing.T) map[string]string {
 }
 
 func TestApplyExample(t *testing.T) {
-	vars := applyVars(t)
-	invNS := cp.Namespace(t)
-	repo := t.TempDir()
-	testtree.Copy(t, filepath.Join(examplesDir, "gpu-cluster"), repo)
-	args := []string{"apply", "--repo", repo, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", invNS, "--revision", "0123456789abcdef0123456789abcdef01234567"}
+	s := exampleScenario(t, "gpu-cluster")
+	args := append([]string{"apply", "--repo", s.dir, "--revision", "0123456789abcdef0123456789abcdef01234567"}, s.cluster()...)
 
-	first := ferry(t, vars, append(args, "--format", "json")...)
+	first := s.ferry(append(args, "--format", "json")...)
 	if first.code != 0 {
 		t.Fatalf("apply: exit %d: %s", first.code, first.stderr)
 	}
@@ -58,9 +54,9 @@ func TestApplyExample(t *testing.T) {
 	if len(sets) != 2 || sets[0].Target != "infra" || sets[1].Target != "stage" {
 		t.Fatalf("change sets for %v, want infra then stage (dependsOn order)", sets)
 	}
-	for _, s := range sets {
-		if s.Count(kube.Created) != len(s.Changes) || len(s.Changes) == 0 {
-			t.Errorf("target %s: first apply %+v, want everything created", s.Target, s.Changes)
+	for _, cs := range sets {
+		if cs.Count(kube.Created) != len(cs.Changes) || len(cs.Changes) == 0 {
+			t.Errorf("target %s: first apply %+v, want everything created", cs.Target, cs.Changes)
 		}
 	}
 
@@ -78,7 +74,7 @@ func TestApplyExample(t *testing.T) {
 		}
 	}
 
-	again := ferry(t, vars, args...)
+	again := s.ferry(args...)
 	if again.code != 0 {
 		t.Fatalf("re-apply: exit %d: %s", again.code, again.stderr)
 	}
@@ -89,12 +85,8 @@ func TestApplyExample(t *testing.T) {
 	}
 
 	// notebook leaves the render: its objects are pruned.
-	k := filepath.Join(repo, "apps/stage/kustomization.yaml")
-	b, _ := os.ReadFile(k)
-	if err := os.WriteFile(k, []byte(strings.Replace(string(b), "  - ./services/notebook", "", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pruned := ferry(t, vars, append(args, "--prune", "--format", "markdown")...)
+	s.replace("apps/stage/kustomization.yaml", "  - ./services/notebook", "")
+	pruned := s.ferry(append(args, "--prune", "--format", "markdown")...)
 	if pruned.code != 0 {
 		t.Fatalf("apply --prune: exit %d: %s", pruned.code, pruned.stderr)
 	}
@@ -181,7 +173,7 @@ func TestApplyPreflightsEveryTargetFirst(t *testing.T) {
 	vars := map[string]string{"TEST_KUBECONFIG": string(cp.Require(t).Kubeconfig())}
 	ns := cp.Namespace(t)
 	group := strings.ReplaceAll(ns, "-", "") + ".example.com"
-	r := newTestRepo(t)
+	r := newScenario(t)
 	r.write("ferry.yaml", "targets:\n  - {name: a, path: a}\n  - {name: b, path: b, dependsOn: [a]}\n  - {name: c, path: c, dependsOn: [a]}\n")
 	r.write("a/kustomization.yaml", "resources: [cm.yaml, ns.yaml, crd.yaml]\n")
 	r.write("a/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good, namespace: "+ns+"}\ndata: {k: v}\n")
@@ -258,7 +250,7 @@ spec:
 func TestApplyFailureStopsOnlyDependents(t *testing.T) {
 	vars := map[string]string{"TEST_KUBECONFIG": string(cp.Require(t).Kubeconfig())}
 	ns := cp.Namespace(t)
-	r := newTestRepo(t)
+	r := newScenario(t)
 	r.write("ferry.yaml", "targets:\n  - {name: a, path: a}\n  - {name: b, path: b, dependsOn: [a]}\n  - {name: c, path: c, dependsOn: [b]}\n  - {name: d, path: d}\n")
 	for _, n := range []string{"a", "b", "c", "d"} {
 		r.write(n+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-"+n+", namespace: "+ns+"}\ndata: {k: v}\n")

@@ -15,25 +15,12 @@ import (
 	"github.com/ferry-ci/ferry/internal/gittest"
 )
 
-// bumpGitRepo makes dir a Git repository with everything in it committed
-// on main, and returns it.
-func bumpGitRepo(t *testing.T, dir string) *gittest.Repo {
-	t.Helper()
-	repo := gittest.Init(t, dir)
-	repo.Commit(t, "gitops repository")
-	return repo
-}
-
-// workTree returns the files of dir outside .git.
-func workTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for k, v := range readTree(t, dir) {
-		if !strings.HasPrefix(k, ".git/") {
-			out[k] = v
-		}
-	}
-	return out
+// bumpGitRepo commits everything in the scenario on main, and returns
+// its Git repository.
+func bumpGitRepo(s *scenario) *gittest.Repo {
+	s.t.Helper()
+	s.commit("gitops repository")
+	return s.repo()
 }
 
 // branchCommit returns the commit a branch of repo points at, with its
@@ -63,12 +50,12 @@ func withEdits(t *testing.T, files map[string]string, edits map[string][2]string
 	return out
 }
 
-// bareRemote makes dir a Git repository (bumpGitRepo) whose origin is a
-// new bare repository, and returns both.
-func bareRemote(t *testing.T, dir string) (local *gittest.Repo, remote *gittest.Bare) {
-	t.Helper()
-	local = bumpGitRepo(t, dir)
-	return local, local.BareRemote(t, "origin")
+// bareRemote commits the scenario (bumpGitRepo) and gives it a new bare
+// repository as origin, and returns both.
+func bareRemote(s *scenario) (local *gittest.Repo, remote *gittest.Bare) {
+	s.t.Helper()
+	local = bumpGitRepo(s)
+	return local, local.BareRemote(s.t, "origin")
 }
 
 // startGitHubBump starts the bump registry and a GitHub test server with
@@ -100,11 +87,12 @@ func githubBumpEnv(reg *bumpRegistry, gh *githubtest.Server, token string) map[s
 func TestBumpPRGitHub(t *testing.T) {
 	reg, gh, token := startGitHubBump(t)
 
-	dir := bumpFixture(t, "fleet", reg.Host, nil)
-	local, remote := bareRemote(t, dir)
+	sc := bumpScenario(t, reg.Host, "fleet", nil)
+	dir := sc.dir
+	local, remote := bareRemote(sc)
 	local.PushHead(t, "origin", "main", gittest.Auth{})
 	head := local.Tip(t, "main").Hash
-	before := workTree(t, dir)
+	before := readTree(t, dir)
 	base := remote.Files(t, head)
 
 	env := githubBumpEnv(reg, gh, token)
@@ -156,7 +144,7 @@ func TestBumpPRGitHub(t *testing.T) {
 			}
 		}
 	}
-	if diff := cmp.Diff(before, workTree(t, dir)); diff != "" {
+	if diff := cmp.Diff(before, readTree(t, dir)); diff != "" {
 		t.Errorf("--pr changed the work tree (-before +after):\n%s", diff)
 	}
 
@@ -211,8 +199,9 @@ func TestBumpPRGitea(t *testing.T) {
 	name := giteatest.Unique("gitops")
 	g.CreateRepo(t, bot, name)
 
-	dir := bumpFixture(t, "fleet", reg.Host, nil)
-	local := bumpGitRepo(t, dir)
+	sc := bumpScenario(t, reg.Host, "fleet", nil)
+	dir := sc.dir
+	local := bumpGitRepo(sc)
 	local.AddRemote(t, "origin", g.CloneURL(bot, name))
 	auth := gittest.Auth{User: bot, Password: token}
 	local.PushHead(t, "origin", "main", auth)
@@ -323,8 +312,9 @@ func TestBumpPRErrors(t *testing.T) {
 		{"bad branch template", nil, map[string]string{"branch": "ferry/{{.Nope}}"}, "--branch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := bumpFixture(t, "fleet", reg.Host, tc.edits)
-			_, remote := bareRemote(t, dir)
+			sc := bumpScenario(t, reg.Host, "fleet", tc.edits)
+			dir := sc.dir
+			_, remote := bareRemote(sc)
 			env := githubBumpEnv(reg, gh, token)
 			args := []string{"bump", "--pr", "--repo", dir}
 			for k, v := range tc.env {
@@ -362,8 +352,9 @@ func TestBumpPRGrouped(t *testing.T) {
 		{[]string{"--group", "--branch", "images/{{.Count}}", "--title", "chore: {{.Count}} images"}, "images/3", "chore: 3 images"},
 	} {
 		t.Run(tc.branch, func(t *testing.T) {
-			dir := bumpFixture(t, "fleet", reg.Host, nil)
-			local, remote := bareRemote(t, dir)
+			sc := bumpScenario(t, reg.Host, "fleet", nil)
+			dir := sc.dir
+			local, remote := bareRemote(sc)
 			base := local.Files(t, local.Tip(t, "main").Hash)
 			res := ferry(t, githubBumpEnv(reg, gh, token), append([]string{"bump", "--pr", "--repo", dir}, tc.args...)...)
 			if res.code != exitOK {

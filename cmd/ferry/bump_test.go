@@ -1,130 +1,20 @@
 package main
 
 import (
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/ferry-ci/ferry/internal/images"
-	"github.com/ferry-ci/ferry/internal/images/registrytest"
 )
-
-// bumpRegistry is a real docker-registry holding the fixture's images:
-// app (semver), mono (api-* and sherpa-* tags of two components) and
-// build (numerical build numbers), with signature, floating and
-// pre-release tags mixed in.
-type bumpRegistry struct {
-	*registrytest.Registry
-	digests map[string]string // repo:tag -> digest
-}
-
-func startBumpRegistry(t *testing.T) *bumpRegistry {
-	t.Helper()
-	reg := registrytest.Start(t)
-	r := &bumpRegistry{Registry: reg, digests: map[string]string{}}
-	for repo, tags := range map[string][]string{
-		"team/app":   {"1.23.0", "1.24.0", "1.25.0", "1.26.0-rc.1", "latest", "1.27.0.sig"},
-		"team/mono":  {"api-0.20.0", "api-0.21.0", "api-0.22.0-rc.1", "sherpa-0.20.0", "sherpa-0.20.1"},
-		"team/build": {"03300206", "03300207", "03300208", "3300199", "latest", "main-abc1234"},
-	} {
-		for tag, d := range reg.MustPush(t, repo, tags...) {
-			r.digests[repo+":"+tag] = d
-		}
-	}
-	return r
-}
-
-// env is what a CI job sets: the registry's credentials per host, and the
-// app ImageRepository's secretRef.
-func (r *bumpRegistry) env() map[string]string {
-	host, _ := images.RegistryEnv(r.Host) // 127.0.0.1:PORT has a spelling
-	return map[string]string{
-		host + "_USERNAME":              r.Username,
-		host + "_PASSWORD":              r.Password,
-		"FERRY_SECRET_REGCRED_USERNAME": r.Username,
-		"FERRY_SECRET_REGCRED_PASSWORD": r.Password,
-	}
-}
-
-// bumpFixture copies testdata/bump/<name> to a temporary folder with
-// REGISTRY replaced by host, applying edits (file -> old -> new) on the
-// way, and returns the folder.
-func bumpFixture(t *testing.T, name, host string, edits map[string][2]string) string {
-	t.Helper()
-	dst := t.TempDir()
-	src := filepath.Join("testdata", "bump", name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		s := strings.ReplaceAll(string(b), "REGISTRY", host)
-		if e, ok := edits[filepath.ToSlash(rel)]; ok {
-			if !strings.Contains(s, e[0]) {
-				t.Fatalf("fixture %s has no %q to edit", rel, e[0])
-			}
-			s = strings.Replace(s, e[0], e[1], 1)
-		}
-		out := filepath.Join(dst, rel)
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(out, []byte(s), 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
-// readTree returns every file under dir by slash path.
-func readTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// placeholders turns the run's registry host and digests back into the
-// names the golden files use.
-func (r *bumpRegistry) placeholders(s string) string {
-	keys := make([]string, 0, len(r.digests))
-	for k := range r.digests {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		s = strings.ReplaceAll(s, r.digests[k], "<digest of "+k+">")
-	}
-	return strings.ReplaceAll(s, r.Host, "REGISTRY")
-}
 
 func TestBumpDockerRegistry(t *testing.T) {
 	reg := startBumpRegistry(t)
 
 	t.Run("dry run prints the exact edit and changes nothing", func(t *testing.T) {
-		repo := bumpFixture(t, "fleet", reg.Host, nil)
+		repo := bumpScenario(t, reg.Host, "fleet", nil).dir
 		before := readTree(t, repo)
 		res := ferry(t, reg.env(), "bump", "--dry-run", "--repo", repo)
 		if res.code != exitOK {
@@ -138,12 +28,12 @@ func TestBumpDockerRegistry(t *testing.T) {
 	})
 
 	t.Run("plain run rewrites exactly the marked lines", func(t *testing.T) {
-		repo := bumpFixture(t, "fleet", reg.Host, nil)
+		repo := bumpScenario(t, reg.Host, "fleet", nil).dir
 		res := ferry(t, reg.env(), "bump", "--repo", repo)
 		if res.code != exitOK {
 			t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
 		}
-		want := readTree(t, bumpFixture(t, "fleet-bumped", reg.Host, nil))
+		want := bumpScenario(t, reg.Host, "fleet-bumped", nil).tree()
 		if diff := cmp.Diff(want, readTree(t, repo)); diff != "" {
 			t.Errorf("bumped repository (-want +got):\n%s", diff)
 		}
@@ -156,21 +46,21 @@ func TestBumpDockerRegistry(t *testing.T) {
 	})
 
 	t.Run("one policy", func(t *testing.T) {
-		repo := bumpFixture(t, "fleet", reg.Host, nil)
+		repo := bumpScenario(t, reg.Host, "fleet", nil).dir
 		res := ferry(t, reg.env(), "bump", "--repo", repo, "--policy", "apps/build")
 		if res.code != exitOK {
 			t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
 		}
-		want := readTree(t, bumpFixture(t, "fleet", reg.Host, map[string][2]string{
+		want := bumpScenario(t, reg.Host, "fleet", map[string][2]string{
 			"apps/build/values.yaml": {"'03300207'", "'03300208'"},
-		}))
+		}).tree()
 		if diff := cmp.Diff(want, readTree(t, repo)); diff != "" {
 			t.Errorf("repository (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("webhook payload scans only the pushed image", func(t *testing.T) {
-		repo := bumpFixture(t, "fleet", reg.Host, nil)
+		repo := bumpScenario(t, reg.Host, "fleet", nil).dir
 		payload := filepath.Join(t.TempDir(), "event.json")
 		harbor := `{"type": "PUSH_ARTIFACT", "event_data": {"resources": [{"tag": "api-0.21.0", "resource_url": "` + reg.Host + `/team/mono:api-0.21.0"}],
 		  "repository": {"name": "mono", "namespace": "team", "repo_full_name": "team/mono"}}}`
@@ -181,18 +71,18 @@ func TestBumpDockerRegistry(t *testing.T) {
 		if res.code != exitOK {
 			t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
 		}
-		want := readTree(t, bumpFixture(t, "fleet", reg.Host, map[string][2]string{
+		want := bumpScenario(t, reg.Host, "fleet", map[string][2]string{
 			"apps/mono/kustomization.yaml": {`"api-0.20.0"`, `"api-0.21.0"`},
-		}))
+		}).tree()
 		if diff := cmp.Diff(want, readTree(t, repo)); diff != "" {
 			t.Errorf("repository (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("no matching tag is a warning, not an error", func(t *testing.T) {
-		repo := bumpFixture(t, "fleet", reg.Host, map[string][2]string{
+		repo := bumpScenario(t, reg.Host, "fleet", map[string][2]string{
 			"clusters/prod/image-automation.yaml": {"range: '>=1.0.0'", "range: '>=9.0.0'"},
-		})
+		}).dir
 		before := readTree(t, repo)
 		res := ferry(t, reg.env(), "bump", "--repo", repo, "--policy", "app")
 		if res.code != exitOK {
@@ -251,7 +141,7 @@ func TestBumpDockerRegistry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// The fixture's REGISTRY is the live registry; edits name
 			// the placeholder, so apply them before substituting.
-			repo := bumpFixture(t, "fleet", reg.Host, placeholderEdits(tc.edits, reg.Host))
+			repo := bumpScenario(t, reg.Host, "fleet", placeholderEdits(tc.edits, reg.Host)).dir
 			before := readTree(t, repo)
 			env := reg.env()
 			for k, v := range tc.env {
@@ -303,7 +193,7 @@ func closedPort(t *testing.T) string {
 
 func TestBumpFlags(t *testing.T) {
 	t.Parallel()
-	repo := bumpFixture(t, "fleet", "127.0.0.1:1", nil)
+	repo := bumpScenario(t, "127.0.0.1:1", "fleet", nil).dir
 	tests := []struct {
 		name string
 		args []string
@@ -328,7 +218,7 @@ func TestBumpFlags(t *testing.T) {
 
 func TestBumpWebhookForOtherImage(t *testing.T) {
 	t.Parallel()
-	repo := bumpFixture(t, "fleet", "127.0.0.1:1", nil)
+	repo := bumpScenario(t, "127.0.0.1:1", "fleet", nil).dir
 	payload := filepath.Join(t.TempDir(), "event.json")
 	if err := os.WriteFile(payload, []byte(`{"client_payload": {"image": "ghcr.io/org/unrelated:1.0.0"}}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -361,7 +251,7 @@ func TestBumpDispatchEvent(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.forge+"/"+tc.event, func(t *testing.T) {
-			repo := bumpFixture(t, "fleet", reg.Host, nil)
+			repo := bumpScenario(t, reg.Host, "fleet", nil).dir
 			dir := t.TempDir()
 			event := filepath.Join(dir, "event.json")
 			if err := os.WriteFile(event, []byte(strings.ReplaceAll(tc.payload, "REGISTRY", reg.Host)), 0o644); err != nil {
@@ -382,7 +272,7 @@ func TestBumpDispatchEvent(t *testing.T) {
 			if res.code != exitOK {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 			}
-			want := readTree(t, bumpFixture(t, "fleet", reg.Host, tc.want))
+			want := bumpScenario(t, reg.Host, "fleet", tc.want).tree()
 			if diff := cmp.Diff(want, readTree(t, repo)); diff != "" {
 				t.Errorf("repository (-want +got):\n%s", diff)
 			}

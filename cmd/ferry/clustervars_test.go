@@ -10,8 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // A substituteFrom Secret that only the cluster holds (made there by
@@ -23,8 +21,7 @@ func TestClusterOnlyVariables(t *testing.T) {
 	vars := applyVars(t)
 	ns := cp.Namespace(t) // the Kustomizations' namespace, where Flux looks
 	app := cp.Namespace(t)
-	repo := t.TempDir()
-	testtree.Copy(t, filepath.Join("..", "..", "internal", "config", "testdata", "fleets", "clustervars"), repo)
+	repo := copyScenario(t, filepath.Join("..", "..", "internal", "config", "testdata", "fleets", "clustervars")).dir
 	for _, f := range []string{"clusters/home/flux-system/gotk-sync.yaml", "clusters/home/apps.yaml", "clusters/home/infra.yaml", "apps/home/kustomization.yaml", "apps/home/dashboard/namespace.yaml", "apps/home/dashboard/config.yaml"} {
 		p := filepath.Join(repo, filepath.FromSlash(f))
 		b, err := os.ReadFile(p)

@@ -41,12 +41,12 @@ func brokenFleet(t *testing.T) string {
 // change to its own files fails it (exit 2).
 func TestDiffBrokenAndUntouched(t *testing.T) {
 	p, base := newPRRepoOf(t, brokenFleet(t), nil)
-	p.Replace(t, "clusters/prod/settings.yaml", "DOMAIN: example.com", "DOMAIN: example.org")
-	untouched := p.Commit(t, "a variable both targets read")
-	p.Write(t, "apps/broken/kustomization.yaml", "resources: [missing.yaml, other.yaml]\n")
-	touched := p.Commit(t, "the broken target's own kustomization")
+	p.replace("clusters/prod/settings.yaml", "DOMAIN: example.com", "DOMAIN: example.org")
+	untouched := p.commit("a variable both targets read")
+	p.write("apps/broken/kustomization.yaml", "resources: [missing.yaml, other.yaml]\n")
+	touched := p.commit("the broken target's own kustomization")
 
-	res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--head", untouched, "--exit-code")
+	res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", untouched, "--exit-code")
 	if res.code != 1 {
 		t.Fatalf("untouched broken target: exit %d, want 1 (app changed)\nstdout %s\nstderr %s", res.code, res.stdout, res.stderr)
 	}
@@ -56,10 +56,10 @@ func TestDiffBrokenAndUntouched(t *testing.T) {
 	if !strings.Contains(res.stdout, "https://app.example.org") {
 		t.Errorf("the other target's change is not shown:\n%s", res.stdout)
 	}
-	if res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--head", untouched); res.code != 0 {
+	if res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", untouched); res.code != 0 {
 		t.Errorf("without --exit-code: exit %d, want 0\n%s", res.code, res.stderr)
 	}
-	res = ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--head", untouched, "--format", "json")
+	res = ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", untouched, "--format", "json")
 	var report struct {
 		Broken []struct{ Name, Error string }
 	}
@@ -70,7 +70,7 @@ func TestDiffBrokenAndUntouched(t *testing.T) {
 		t.Errorf("JSON broken = %+v", report.Broken)
 	}
 
-	res = ferry(t, nil, "diff", "--repo", p.Dir, "--base", untouched, "--head", touched)
+	res = ferry(t, nil, "diff", "--repo", p.dir, "--base", untouched, "--head", touched)
 	if res.code != 2 || !strings.Contains(res.stderr, "broken") {
 		t.Errorf("a change to the broken target's files: exit %d, want 2 naming it\nstdout %s\nstderr %s", res.code, res.stdout, res.stderr)
 	}

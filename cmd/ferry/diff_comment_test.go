@@ -57,10 +57,10 @@ func TestDiffCommentGitHub(t *testing.T) {
 	forgedID := gh.AddComment("acme", "gitops", n, "mallory", forged)
 
 	p, base := newPRRepo(t, "single-app", nil)
-	p.Replace(t, "shop/base/deployment.yaml", "web:2.4.0", "web:2.5.0")
-	head1 := p.Commit(t, "2.5.0")
-	p.Replace(t, "shop/base/deployment.yaml", "web:2.5.0", "web:2.5.1")
-	head2 := p.Commit(t, "2.5.1")
+	p.replace("shop/base/deployment.yaml", "web:2.4.0", "web:2.5.0")
+	head1 := p.commit("2.5.0")
+	p.replace("shop/base/deployment.yaml", "web:2.5.0", "web:2.5.1")
+	head2 := p.commit("2.5.1")
 
 	summary := filepath.Join(t.TempDir(), "summary.md")
 	output := filepath.Join(t.TempDir(), "output")
@@ -89,7 +89,7 @@ func TestDiffCommentGitHub(t *testing.T) {
 		return out
 	}
 
-	res := ferry(t, vars(head1), "diff", "--repo", p.Dir, "--comment", "--format", "markdown")
+	res := ferry(t, vars(head1), "diff", "--repo", p.dir, "--comment", "--format", "markdown")
 	if res.code != 0 {
 		t.Fatalf("first run: exit %d: %s", res.code, res.stderr)
 	}
@@ -99,7 +99,7 @@ func TestDiffCommentGitHub(t *testing.T) {
 	}
 
 	gh.ResetRequests()
-	if res := ferry(t, vars(head1), "diff", "--repo", p.Dir, "--comment"); res.code != 0 {
+	if res := ferry(t, vars(head1), "diff", "--repo", p.dir, "--comment"); res.code != 0 {
 		t.Fatalf("second run: exit %d: %s", res.code, res.stderr)
 	}
 	if w := gh.Writes(); len(w) != 0 {
@@ -107,7 +107,7 @@ func TestDiffCommentGitHub(t *testing.T) {
 	}
 
 	reportFile := filepath.Join(t.TempDir(), "ferry-diff.md")
-	if res := ferry(t, vars(head2), "diff", "--repo", p.Dir, "--comment", "--report-file", reportFile); res.code != 0 {
+	if res := ferry(t, vars(head2), "diff", "--repo", p.dir, "--comment", "--report-file", reportFile); res.code != 0 {
 		t.Fatalf("third run: exit %d: %s", res.code, res.stderr)
 	}
 	outs := actionstest.Outputs(t, output)
@@ -140,7 +140,7 @@ func TestDiffCommentGitHub(t *testing.T) {
 	gh.ResetRequests()
 	noToken := vars(head2)
 	delete(noToken, "GITHUB_TOKEN")
-	if res := ferry(t, noToken, "diff", "--repo", p.Dir, "--comment"); res.code != 2 || !strings.Contains(res.stderr, "the step's token input is empty or not declared by its action.yml") {
+	if res := ferry(t, noToken, "diff", "--repo", p.dir, "--comment"); res.code != 2 || !strings.Contains(res.stderr, "the step's token input is empty or not declared by its action.yml") {
 		t.Errorf("no token: exit %d, stderr %s", res.code, res.stderr)
 	}
 	if w := gh.Writes(); len(w) != 0 {
@@ -151,9 +151,9 @@ func TestDiffCommentGitHub(t *testing.T) {
 	// still in the step summary.
 	os.Remove(summary)
 	gh.SetReadOnly(token, true)
-	p.Replace(t, "shop/base/deployment.yaml", "web:2.5.1", "web:2.6.0")
-	head3 := p.Commit(t, "2.6.0")
-	res = ferry(t, vars(head3), "diff", "--repo", p.Dir, "--comment")
+	p.replace("shop/base/deployment.yaml", "web:2.5.1", "web:2.6.0")
+	head3 := p.commit("2.6.0")
+	res = ferry(t, vars(head3), "diff", "--repo", p.dir, "--comment")
 	if res.code != 2 || !strings.Contains(res.stderr, "pull-requests: write") {
 		t.Errorf("read-only token: exit %d, stderr %q", res.code, res.stderr)
 	}

@@ -8,15 +8,7 @@ import (
 	"testing"
 
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
-	"github.com/ferry-ci/ferry/internal/gittest"
 )
-
-// push pushes a branch of the test repository to Gitea as its admin.
-func (p *prRepo) push(t *testing.T, g *giteatest.Gitea, owner, name, branch string) {
-	t.Helper()
-	p.AddRemote(t, "gitea", g.CloneURL(owner, name))
-	p.PushHead(t, "gitea", branch, gittest.Auth{User: giteatest.AdminUser, Password: g.AdminToken})
-}
 
 // TestDiffCommentGitea opens a pull request on a real Gitea and runs diff
 // --comment as a Gitea Actions step would, three times with different
@@ -33,10 +25,10 @@ func TestDiffCommentGitea(t *testing.T) {
 	g.CreateRepo(t, bot, name)
 
 	p, base := newPRRepo(t, "single-app", nil)
-	p.push(t, g, bot, name, "main")
-	p.Replace(t, "shop/base/deployment.yaml", "web:2.4.0", "web:2.5.0")
-	head1 := p.Commit(t, "2.5.0")
-	p.push(t, g, bot, name, "shop-2.5.0")
+	p.push(g, bot, name, "main")
+	p.replace("shop/base/deployment.yaml", "web:2.4.0", "web:2.5.0")
+	head1 := p.commit("2.5.0")
+	p.push(g, bot, name, "shop-2.5.0")
 	pr := g.CreatePullRequest(t, token, bot, name, "shop-2.5.0", "main", "Bump shop")
 	forged := "<!-- ferry:diff part 1 -->\nnot ferry's comment"
 	g.CreateComment(t, otherToken, bot, name, pr.Number, forged)
@@ -70,7 +62,7 @@ func TestDiffCommentGitea(t *testing.T) {
 	}
 	diffRun := func(head string) {
 		t.Helper()
-		if res := ferry(t, vars(head), "diff", "--repo", p.Dir, "--comment"); res.code != 0 {
+		if res := ferry(t, vars(head), "diff", "--repo", p.dir, "--comment"); res.code != 0 {
 			t.Fatalf("diff --comment: exit %d: %s", res.code, res.stderr)
 		}
 	}
@@ -89,11 +81,11 @@ func TestDiffCommentGitea(t *testing.T) {
 		for j := 0; j < 400; j++ {
 			fmt.Fprintf(&data, "  key%03d: \"value %d of generated map %d, long enough to fill lines\"\n", j, j, i)
 		}
-		p.Write(t, fmt.Sprintf("shop/base/generated-%02d.yaml", i), fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: generated-%02d\ndata:\n%s", i, data.String()))
-		p.Replace(t, "shop/base/kustomization.yaml", "resources:\n", fmt.Sprintf("resources:\n  - generated-%02d.yaml\n", i))
+		p.write(fmt.Sprintf("shop/base/generated-%02d.yaml", i), fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: generated-%02d\ndata:\n%s", i, data.String()))
+		p.replace("shop/base/kustomization.yaml", "resources:\n", fmt.Sprintf("resources:\n  - generated-%02d.yaml\n", i))
 	}
-	head2 := p.Commit(t, "huge")
-	p.push(t, g, bot, name, "shop-2.5.0")
+	head2 := p.commit("huge")
+	p.push(g, bot, name, "shop-2.5.0")
 	diffRun(head2)
 	ours, _ = comments()
 	if len(ours) < 3 {
@@ -126,12 +118,12 @@ func TestDiffCommentGitea(t *testing.T) {
 
 	// 3: the diff shrinks back to one comment; the surplus parts go.
 	for i := 0; i < 24; i++ {
-		p.Remove(t, fmt.Sprintf("shop/base/generated-%02d.yaml", i))
-		p.Replace(t, "shop/base/kustomization.yaml", fmt.Sprintf("  - generated-%02d.yaml\n", i), "")
+		p.remove(fmt.Sprintf("shop/base/generated-%02d.yaml", i))
+		p.replace("shop/base/kustomization.yaml", fmt.Sprintf("  - generated-%02d.yaml\n", i), "")
 	}
-	p.Replace(t, "shop/base/deployment.yaml", "web:2.5.0", "web:2.5.1")
-	head3 := p.Commit(t, "2.5.1")
-	p.push(t, g, bot, name, "shop-2.5.0")
+	p.replace("shop/base/deployment.yaml", "web:2.5.0", "web:2.5.1")
+	head3 := p.commit("2.5.1")
+	p.push(g, bot, name, "shop-2.5.0")
 	diffRun(head3)
 	ours, theirs := comments()
 	if len(ours) != 1 || ours[0].ID != firstID || !strings.Contains(ours[0].Body, "web:2.5.1") || strings.Contains(ours[0].Body, "generated-") {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"encoding/json"
+	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,10 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ferry-ci/ferry/internal/diff"
-	"github.com/ferry-ci/ferry/internal/gittest"
-	"github.com/ferry-ci/ferry/internal/helm/helmtest"
-	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
-	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // Values of the SOPS-encrypted Secret the HelmRelease takes its values
@@ -74,17 +71,17 @@ data:
 // also has 1.1.0, its values from a SOPS-encrypted Secret (a plain
 // ConfigMap unless encrypted), committed as the base; the pull request
 // bumps spec.chart.spec.version to 1.1.0.
-func helmPR(t *testing.T, encrypted bool) (p *gittest.Repo, base, head string) {
+func helmPR(t *testing.T, encrypted bool) (p *scenario, base, head string) {
 	t.Helper()
-	charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
-	charts.Add(t, testtree.New(t, shopChart("1.0.0", "1.27", false)), "1.0.0")
-	charts.Add(t, testtree.New(t, shopChart("1.1.0", "1.28", true)), "1.1.0")
-	return bumpPR(t, charts.URL, encrypted)
+	p = newScenario(t).withExampleKey()
+	charts := p.charts(map[string]map[string]string{"1.0.0": shopChart("1.0.0", "1.27", false), "1.1.0": shopChart("1.1.0", "1.28", true)})
+	return bumpPR(p, charts.URL, encrypted)
 }
 
-// bumpPR is helmPR's repository and pull request with the charts of the
-// chart repository at url.
-func bumpPR(t *testing.T, url string, encrypted bool) (p *gittest.Repo, base, head string) {
+// bumpPR writes helmPR's repository and pull request in p, with the
+// charts of the chart repository at url.
+func bumpPR(p *scenario, url string, encrypted bool) (_ *scenario, base, head string) {
+	t := p.t
 	t.Helper()
 	kind, field := "ConfigMap", "data"
 	if encrypted {
@@ -93,42 +90,13 @@ func bumpPR(t *testing.T, url string, encrypted bool) (p *gittest.Repo, base, he
 	values := "apiVersion: v1\nkind: " + kind + "\nmetadata:\n  name: web-values\n  namespace: shop\n" + field + ":\n" +
 		"  values.yaml: |\n    password: " + helmPassword + "\n    token: " + helmToken + "\n"
 	if encrypted {
-		values = string(secretstest.Encrypt(t, "apps/web-values.yaml", []byte(values), "^(data|stringData)$", exampleRecipient))
+		p.encrypt("apps/web-values.yaml", values, "^(data|stringData)$")
+	} else {
+		p.write("apps/web-values.yaml", values)
 	}
-	dir := testtree.New(t, map[string]string{
-		"clusters/prod/flux-system/gotk-sync.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 1m
-  url: https://example.com/fleet.git
-  ref: {branch: main}
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./clusters/prod
-  prune: true
-  sourceRef: {kind: GitRepository, name: flux-system}
-`,
-		"clusters/prod/apps.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: apps
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./apps
-  prune: true
-  decryption: {provider: sops}
-  sourceRef: {kind: GitRepository, name: flux-system}
-`,
+	p.bootstrap("prod", "https://example.com/fleet.git")
+	p.writeAll(map[string]string{
+		"clusters/prod/apps.yaml": helmtest.FluxKustomization("apps", "./apps", "  decryption: {provider: sops}\n"),
 		"clusters/prod/charts.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
 metadata:
@@ -154,12 +122,10 @@ spec:
     - kind: ` + kind + `
       name: web-values
 `,
-		"apps/web-values.yaml": values,
 	})
-	p = gittest.Init(t, dir)
-	base = p.Commit(t, "base")
-	p.Replace(t, "apps/web.yaml", `version: "1.0.0"`, `version: "1.1.0"`)
-	head = p.Commit(t, "bump web to 1.1.0")
+	base = p.commit("base")
+	p.replace("apps/web.yaml", `version: "1.0.0"`, `version: "1.1.0"`)
+	head = p.commit("bump web to 1.1.0")
 	return p, base, head
 }
 
@@ -173,7 +139,7 @@ func TestDiffHelmChartBump(t *testing.T) {
 	vars := map[string]string{"SOPS_AGE_KEY": exampleKeyText(t)}
 	var outputs []string
 	for _, format := range []string{"text", "json", "markdown"} {
-		res := ferry(t, vars, "diff", "--repo", p.Dir, "--base", base, "--head", head, "--format", format)
+		res := ferry(t, vars, "diff", "--repo", p.dir, "--base", base, "--head", head, "--format", format)
 		if res.code != 0 {
 			t.Fatalf("%s: exit %d, stderr:\n%s", format, res.code, res.stderr)
 		}
@@ -205,7 +171,7 @@ func TestDiffHelmChartBump(t *testing.T) {
 	}
 	// The chart does render the values into its Secret (ferry render
 	// prints decrypted values), so their absence above is not vacuous.
-	rendered := ferry(t, vars, "render", "--repo", p.Dir, "apps")
+	rendered := ferry(t, vars, "render", "--repo", p.dir, "apps")
 	if rendered.code != 0 {
 		t.Fatalf("render: exit %d: %s", rendered.code, rendered.stderr)
 	}
@@ -233,7 +199,7 @@ func TestDiffHelmChartBump(t *testing.T) {
 func TestRenderListHelmCharts(t *testing.T) {
 	p, _, _ := helmPR(t, false)
 	for _, format := range []string{"text", "json"} {
-		res := ferry(t, nil, "render", "--list", "--repo", p.Dir, "--format", format)
+		res := ferry(t, nil, "render", "--list", "--repo", p.dir, "--format", format)
 		if res.code != 0 {
 			t.Fatalf("%s: exit %d, stderr:\n%s", format, res.code, res.stderr)
 		}
@@ -241,11 +207,11 @@ func TestRenderListHelmCharts(t *testing.T) {
 	}
 
 	p, base, head := helmPR(t, true)
-	res := ferry(t, nil, "render", "--list", "--repo", p.Dir)
+	res := ferry(t, nil, "render", "--list", "--repo", p.dir)
 	if res.code != 0 || !strings.Contains(res.stdout, "HelmRelease/shop/web installs web 1.1.0") {
 		t.Errorf("render --list of a release with encrypted values: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
-	res = ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--head", head)
+	res = ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", head)
 	if res.code != 0 || !strings.Contains(res.stdout, "HelmRelease/shop/web: web 1.0.0 -> 1.1.0") || !strings.Contains(res.stdout, "+        image: nginx:1.28") {
 		t.Errorf("diff without a key: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
@@ -321,11 +287,10 @@ data:
 // show them all. Folded or not, the target is changed (--exit-code, the
 // changed output).
 func TestDiffChartBumpFolded(t *testing.T) {
-	charts := helmtest.NewRepo(t, helmtest.RepoOptions{})
-	charts.Add(t, testtree.New(t, labelledChart("1.27")), "1.0.0")
-	charts.Add(t, testtree.New(t, labelledChart("1.28")), "1.1.0")
-	p, base, head := bumpPR(t, charts.URL, false)
-	args := []string{"diff", "--repo", p.Dir, "--base", base, "--head", head}
+	p := newScenario(t)
+	charts := p.charts(map[string]map[string]string{"1.0.0": labelledChart("1.27"), "1.1.0": labelledChart("1.28")})
+	p, base, head := bumpPR(p, charts.URL, false)
+	args := []string{"diff", "--repo", p.dir, "--base", base, "--head", head}
 	hashes := strings.NewReplacer(base, "BASE", head, "HEAD", base[:12], "BASE", head[:12], "HEAD")
 	folded := map[string]string{}
 	for _, format := range []string{"text", "json", "markdown"} {
@@ -398,7 +363,7 @@ func TestDiffChartBumpFolded(t *testing.T) {
 
 	// The step input, as the runner passes it.
 	rv := newRunnerVars(t, "github", "pull_request.json").with(map[string]string{
-		"command": "diff", "repo": p.Dir, "base": base, "head": head, "workspace": filepath.Dir(p.Dir), "show-all-metadata": "true",
+		"command": "diff", "repo": p.dir, "base": base, "head": head, "workspace": filepath.Dir(p.dir), "show-all-metadata": "true",
 	})
 	s := runStep(t, rv, nil)
 	if s.code != 0 {

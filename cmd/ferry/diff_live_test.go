@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,7 +9,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ferry-ci/ferry/internal/diff"
-	"github.com/ferry-ci/ferry/internal/gittest"
 )
 
 // TestDiffLive applies a base revision, edits the cluster behind ferry's
@@ -21,14 +19,13 @@ func TestDiffLive(t *testing.T) {
 	vars := applyVars(t)
 	ns := cp.Namespace(t)
 	invNS := cp.Namespace(t)
-	dir := filepath.Join(t.TempDir(), "repo")
-	p := &prRepo{gittest.Init(t, dir)}
-	p.Write(t, "ferry.yaml", "targets:\n  - name: live-app\n    path: app\n    prune: true\n")
-	p.Write(t, "app/kustomization.yaml", "namespace: "+ns+"\nresources: [settings.yaml, web.yaml, extra.yaml, token.yaml]\n")
-	p.Write(t, "app/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: normal}\n")
-	p.Write(t, "app/extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {x: \"1\"}\n")
-	p.Write(t, "app/token.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: token}\nstringData: {token: live-secret-value-91c}\n")
-	p.Write(t, "app/web.yaml", `apiVersion: apps/v1
+	p := newScenario(t)
+	p.write("ferry.yaml", "targets:\n  - name: live-app\n    path: app\n    prune: true\n")
+	p.write("app/kustomization.yaml", "namespace: "+ns+"\nresources: [settings.yaml, web.yaml, extra.yaml, token.yaml]\n")
+	p.write("app/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: normal}\n")
+	p.write("app/extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {x: \"1\"}\n")
+	p.write("app/token.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: token}\nstringData: {token: live-secret-value-91c}\n")
+	p.write("app/web.yaml", `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
 spec:
@@ -37,9 +34,9 @@ spec:
     metadata: {labels: {app: web}}
     spec: {containers: [{name: web, image: "registry.example.com/web:1.0.0"}]}
 `)
-	base := p.Commit(t, "base")
+	base := p.commit("base")
 	kube := []string{"--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", invNS}
-	if res := ferry(t, vars, append([]string{"apply", "--repo", dir, "--revision", base}, kube...)...); res.code != 0 {
+	if res := ferry(t, vars, append([]string{"apply", "--repo", p.dir, "--revision", base}, kube...)...); res.code != 0 {
 		t.Fatalf("apply: exit %d: %s", res.code, res.stderr)
 	}
 
@@ -54,12 +51,12 @@ spec:
 		t.Fatal(err)
 	}
 
-	p.Replace(t, "app/web.yaml", "web:1.0.0", "web:1.1.0")
-	p.Replace(t, "app/kustomization.yaml", " extra.yaml,", "")
-	p.Remove(t, "app/extra.yaml")
-	head := p.Commit(t, "head")
+	p.replace("app/web.yaml", "web:1.0.0", "web:1.1.0")
+	p.replace("app/kustomization.yaml", " extra.yaml,", "")
+	p.remove("app/extra.yaml")
+	head := p.commit("head")
 
-	res := ferry(t, vars, append([]string{"diff", "--repo", dir, "--base", base, "--head", head, "--live", "--format", "json"}, kube...)...)
+	res := ferry(t, vars, append([]string{"diff", "--repo", p.dir, "--base", base, "--head", head, "--live", "--format", "json"}, kube...)...)
 	if res.code != 0 {
 		t.Fatalf("diff --live: exit %d: %s", res.code, res.stderr)
 	}
@@ -103,7 +100,7 @@ spec:
 		t.Error("the dropped ConfigMap is not reported as pruned")
 	}
 
-	md := ferry(t, vars, append([]string{"diff", "--repo", dir, "--base", base, "--head", head, "--live", "--format", "markdown"}, kube...)...)
+	md := ferry(t, vars, append([]string{"diff", "--repo", p.dir, "--base", base, "--head", head, "--live", "--format", "markdown"}, kube...)...)
 	if !strings.Contains(md.stdout, "against the live cluster:** 0 to create, 2 to change, 1 to prune or leave") {
 		t.Errorf("markdown lacks the live summary:\n%s", md.stdout)
 	}
@@ -116,7 +113,7 @@ spec:
 	// The cluster is unreachable: the live part of the report says so and
 	// the command fails; the Git diff is still reported.
 	bad := map[string]string{"TEST_KUBECONFIG": strings.Replace(vars["TEST_KUBECONFIG"], cp.RESTConfig().Host, "https://127.0.0.1:1", 1)}
-	res = ferry(t, bad, append([]string{"diff", "--repo", dir, "--base", base, "--head", head, "--live"}, kube...)...)
+	res = ferry(t, bad, append([]string{"diff", "--repo", p.dir, "--base", base, "--head", head, "--live"}, kube...)...)
 	if res.code != 2 || !strings.Contains(res.stdout, "could not compare with the live cluster") || !strings.Contains(res.stdout, "Deployment.apps/"+ns+"/web (changed)") {
 		t.Errorf("unreachable cluster: exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
 )
 
@@ -27,16 +26,16 @@ const (
 
 // newMaskRepo is a repository whose target copies decrypted values into
 // a ConfigMap by replacements, at the head commit only.
-func newMaskRepo(t *testing.T) (p *prRepo, base, head string) {
+func newMaskRepo(t *testing.T) (p *scenario, base, head string) {
 	t.Helper()
-	p = &prRepo{gittest.Init(t, t.TempDir())}
-	p.Write(t, "ferry.yaml", "targets:\n  - name: app\n    path: app\n")
-	p.Write(t, "app/configmap.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  note: base\n")
+	p = newScenario(t)
+	p.write("ferry.yaml", "targets:\n  - name: app\n    path: app\n")
+	p.write("app/configmap.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  note: base\n")
 	secret := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: api\nstringData:\n" +
 		"  token: " + yamlQuote(maskedToken) + "\n  cert: " + yamlQuote(maskedCert) + "\n  phrase: " + yamlQuote(maskedPhrase) + "\n"
-	p.Write(t, "app/secret.yaml", string(secretstest.Encrypt(t, "secret.yaml", []byte(secret), "^(data|stringData)$", exampleRecipient)))
+	p.write("app/secret.yaml", string(secretstest.Encrypt(t, "secret.yaml", []byte(secret), "^(data|stringData)$", exampleRecipient)))
 	env := "PASSWORD=" + strings.ReplaceAll(maskedEnv, "\n", `\n`) + "\n"
-	p.Write(t, "app/secrets.enc.env", string(secretstest.Encrypt(t, "secrets.enc.env", []byte(env), "", exampleRecipient)))
+	p.write("app/secrets.enc.env", string(secretstest.Encrypt(t, "secrets.enc.env", []byte(env), "", exampleRecipient)))
 	kustomization := `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 namespace: shop
@@ -46,11 +45,11 @@ secretGenerator:
   - name: env-secrets
     envs: [secrets.enc.env]
 `
-	p.Write(t, "app/kustomization.yaml", kustomization)
-	base = p.Commit(t, "base")
-	p.Write(t, "app/configmap.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  annotations:\n    token: x\n"+
+	p.write("app/kustomization.yaml", kustomization)
+	base = p.commit("base")
+	p.write("app/configmap.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  annotations:\n    token: x\n"+
 		"data:\n  note: head\n  token: x\n  cert: x\n  phrase: x\n  password-b64: x\n")
-	p.Write(t, "app/kustomization.yaml", kustomization+`replacements:
+	p.write("app/kustomization.yaml", kustomization+`replacements:
   - source: {kind: Secret, name: api, fieldPath: stringData.token}
     targets: [{select: {kind: ConfigMap, name: app}, fieldPaths: [data.token, metadata.annotations.token]}]
   - source: {kind: Secret, name: api, fieldPath: stringData.cert}
@@ -60,7 +59,7 @@ secretGenerator:
   - source: {kind: Secret, name: env-secrets, fieldPath: data.PASSWORD}
     targets: [{select: {kind: ConfigMap, name: app}, fieldPaths: [data.password-b64]}]
 `)
-	return p, base, p.Commit(t, "copy the secrets into the ConfigMap")
+	return p, base, p.commit("copy the secrets into the ConfigMap")
 }
 
 // yamlQuote writes s as a YAML double-quoted scalar.
@@ -94,7 +93,7 @@ func TestDiffMasksCopiedSecretValues(t *testing.T) {
 	for _, format := range []string{"text", "json", "markdown"} {
 		t.Run(format, func(t *testing.T) {
 			report := filepath.Join(t.TempDir(), "report.md")
-			res := ferry(t, vars, "diff", "--repo", p.Dir, "--base", base, "--head", head, "--format", format, "--report-file", report)
+			res := ferry(t, vars, "diff", "--repo", p.dir, "--base", base, "--head", head, "--format", format, "--report-file", report)
 			if res.code != 0 {
 				t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
 			}
@@ -119,7 +118,7 @@ func TestDiffMasksCopiedSecretValues(t *testing.T) {
 			}
 		}
 		avars := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": summary, "GITHUB_OUTPUT": output, "SOPS_AGE_KEY": vars["SOPS_AGE_KEY"]}
-		res := ferry(t, avars, "diff", "--repo", p.Dir, "--base", base, "--head", head, "--format", "json")
+		res := ferry(t, avars, "diff", "--repo", p.dir, "--base", base, "--head", head, "--format", "json")
 		if res.code != 0 {
 			t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
 		}

@@ -9,36 +9,34 @@ import (
 	"testing"
 
 	"github.com/ferry-ci/ferry/internal/actions/actionstest"
-	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/secrets"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
-	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // exampleRecipient is the public half of examples/age-test-key.txt.
 const exampleRecipient = "age15cx5zv5kx8m0l760pzg644gjzl36aux7pv5433sjjtzwy8weyq4s9jempy"
 
-// prRepo is a copy of an example committed into a fresh Git repository:
-// the base commit, then the pull request's commits.
-type prRepo struct {
-	*gittest.Repo
+// newPRRepo is the base of a pull request on examples/<example>
+// (exampleScenario): setup, when not nil, edits it, then it is
+// committed. It returns the base commit.
+func newPRRepo(t *testing.T, example string, setup func(p *scenario)) (*scenario, string) {
+	t.Helper()
+	return prBase(exampleScenario(t, example), setup)
 }
 
-func newPRRepo(t *testing.T, example string, setup func(p *prRepo)) (*prRepo, string) {
+// newPRRepoOf is newPRRepo of a copy of any folder (copyScenario), its
+// SOPS files for the examples' key.
+func newPRRepoOf(t *testing.T, src string, setup func(p *scenario)) (*scenario, string) {
 	t.Helper()
-	return newPRRepoOf(t, filepath.Join("..", "..", "examples", example), setup)
+	return prBase(copyScenario(t, src).withExampleKey(), setup)
 }
 
-// newPRRepoOf is newPRRepo of any folder.
-func newPRRepoOf(t *testing.T, src string, setup func(p *prRepo)) (*prRepo, string) {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), filepath.Base(src))
-	testtree.Copy(t, src, dir)
-	p := &prRepo{gittest.Init(t, dir)}
+func prBase(p *scenario, setup func(p *scenario)) (*scenario, string) {
+	p.t.Helper()
 	if setup != nil {
 		setup(p)
 	}
-	return p, p.Commit(t, "base")
+	return p, p.commit("base")
 }
 
 // exampleKeyText is the examples' throwaway age identity.
@@ -54,13 +52,13 @@ func exampleKeyText(t *testing.T) string {
 // rotate decrypts an encrypted file of the repository with the example
 // key, replaces one value and encrypts it again for the example recipient.
 // It returns the old and new plaintext values.
-func (p *prRepo) rotate(t *testing.T, rel, key, newValue string) (string, string) {
+func (p *scenario) rotate(t *testing.T, rel, key, newValue string) (string, string) {
 	t.Helper()
 	ids, err := secrets.ParseIdentities(exampleKeyText(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := secrets.NewDecryptor(ids).Decrypt(rel, []byte(p.Read(t, rel)))
+	plain, err := secrets.NewDecryptor(ids).Decrypt(rel, []byte(p.read(rel)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,66 +75,66 @@ func (p *prRepo) rotate(t *testing.T, rel, key, newValue string) (string, string
 	if old == "" {
 		t.Fatalf("%s has no key %q", rel, key)
 	}
-	p.Write(t, rel, string(secretstest.Encrypt(t, rel, []byte(strings.Join(out, "\n")), "^(data|stringData)$", exampleRecipient)))
+	p.write(rel, string(secretstest.Encrypt(t, rel, []byte(strings.Join(out, "\n")), "^(data|stringData)$", exampleRecipient)))
 	return old, newValue
 }
 
-// scenario is a pull request on an example.
-type scenario struct {
+// diffCase is a pull request on an example.
+type diffCase struct {
 	name    string
 	example string
-	setup   func(t *testing.T, p *prRepo) // before the base commit
-	change  func(t *testing.T, p *prRepo) // the pull request
+	setup   func(t *testing.T, p *scenario) // before the base commit
+	change  func(t *testing.T, p *scenario) // the pull request
 	noKey   bool
 	// secrets are plaintext values no output may contain.
 	secrets func() []string
 }
 
-func diffScenarios() []scenario {
+func diffCases() []diffCase {
 	var oldToken, newToken string
-	return []scenario{
+	return []diffCase{
 		{
 			name: "image-tag", example: "fleet",
-			change: func(t *testing.T, p *prRepo) {
-				p.Write(t, "apps/staging/kustomization.yaml", p.Read(t, "apps/staging/kustomization.yaml")+
+			change: func(t *testing.T, p *scenario) {
+				p.write("apps/staging/kustomization.yaml", p.read("apps/staging/kustomization.yaml")+
 					"images:\n  - name: ghcr.io/stefanprodan/podinfo\n    newTag: 6.7.1\n")
 			},
 		},
 		{
 			name: "shared-base", example: "single-app",
-			change: func(t *testing.T, p *prRepo) {
-				p.Replace(t, "shop/base/deployment.yaml", "image: registry.example.com/shop/web:2.4.0", "image: registry.example.com/shop/web:2.5.0")
+			change: func(t *testing.T, p *scenario) {
+				p.replace("shop/base/deployment.yaml", "image: registry.example.com/shop/web:2.4.0", "image: registry.example.com/shop/web:2.5.0")
 			},
 		},
 		{
 			name: "add-remove", example: "single-app",
-			setup: func(t *testing.T, p *prRepo) {
-				p.Replace(t, "ferry.yaml", "path: shop/overlays/staging", "path: shop/overlays/staging\n    prune: true")
+			setup: func(t *testing.T, p *scenario) {
+				p.replace("ferry.yaml", "path: shop/overlays/staging", "path: shop/overlays/staging\n    prune: true")
 			},
-			change: func(t *testing.T, p *prRepo) {
-				p.Write(t, "shop/overlays/staging/feature-flags.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: feature-flags\ndata:\n  checkout: v2\n")
-				p.Replace(t, "shop/overlays/staging/kustomization.yaml", "  - namespace.yaml\n", "  - feature-flags.yaml\n")
+			change: func(t *testing.T, p *scenario) {
+				p.write("shop/overlays/staging/feature-flags.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: feature-flags\ndata:\n  checkout: v2\n")
+				p.replace("shop/overlays/staging/kustomization.yaml", "  - namespace.yaml\n", "  - feature-flags.yaml\n")
 			},
 		},
 		{
 			name: "rotate-secret", example: "single-app",
-			change: func(t *testing.T, p *prRepo) {
+			change: func(t *testing.T, p *scenario) {
 				oldToken, newToken = p.rotate(t, "shop/overlays/production/api-token-secret.yaml", "token", "rotated-token-value-7f3c9")
 			},
 			secrets: func() []string { return []string{oldToken, newToken} },
 		},
 		{
 			name: "rotate-secret-no-key", example: "single-app", noKey: true,
-			change: func(t *testing.T, p *prRepo) {
+			change: func(t *testing.T, p *scenario) {
 				oldToken, newToken = p.rotate(t, "shop/overlays/production/api-token-secret.yaml", "token", "rotated-token-value-5d1e2")
 			},
 			secrets: func() []string { return []string{oldToken, newToken} },
 		},
 		{
 			name: "no-render-change", example: "single-app",
-			change: func(t *testing.T, p *prRepo) {
-				p.Write(t, "shop/base/service.yaml", "# the shop's web service\n"+p.Read(t, "shop/base/service.yaml"))
-				p.Write(t, "README.md", "notes\n")
+			change: func(t *testing.T, p *scenario) {
+				p.write("shop/base/service.yaml", "# the shop's web service\n"+p.read("shop/base/service.yaml"))
+				p.write("README.md", "notes\n")
 			},
 		},
 	}
@@ -145,22 +143,22 @@ func diffScenarios() []scenario {
 // TestDiffScenarios runs ferry diff over pull requests on the examples and
 // compares the three formats with reviewed golden files.
 func TestDiffScenarios(t *testing.T) {
-	for _, sc := range diffScenarios() {
+	for _, sc := range diffCases() {
 		t.Run(sc.name, func(t *testing.T) {
-			p, base := newPRRepo(t, sc.example, func(p *prRepo) {
+			p, base := newPRRepo(t, sc.example, func(p *scenario) {
 				if sc.setup != nil {
 					sc.setup(t, p)
 				}
 			})
 			sc.change(t, p)
-			head := p.Commit(t, "pull request")
+			head := p.commit("pull request")
 			vars := map[string]string{}
 			if !sc.noKey {
 				vars["SOPS_AGE_KEY"] = exampleKeyText(t)
 			}
 			var outputs []string
 			for _, format := range []string{"text", "json", "markdown"} {
-				res := ferry(t, vars, "diff", "--repo", p.Dir, "--base", base, "--head", head, "--format", format)
+				res := ferry(t, vars, "diff", "--repo", p.dir, "--base", base, "--head", head, "--format", format)
 				if res.code != 0 {
 					t.Fatalf("%s: exit %d, stderr:\n%s", format, res.code, res.stderr)
 				}
@@ -185,16 +183,16 @@ func TestDiffScenarios(t *testing.T) {
 // the targets a change reaches.
 func TestDiffExitCodeAndPlan(t *testing.T) {
 	p, base := newPRRepo(t, "single-app", nil)
-	p.Replace(t, "shop/overlays/staging/replicas-patch.yaml", "replicas: ", "replicas: 1")
-	one := p.Commit(t, "staging only")
-	p.Replace(t, "shop/base/service.yaml", "port: 80", "port: 8080")
-	both := p.Commit(t, "shared base")
-	p.Write(t, "docs.md", "nothing rendered\n")
-	none := p.Commit(t, "docs only")
+	p.replace("shop/overlays/staging/replicas-patch.yaml", "replicas: ", "replicas: 1")
+	one := p.commit("staging only")
+	p.replace("shop/base/service.yaml", "port: 80", "port: 8080")
+	both := p.commit("shared base")
+	p.write("docs.md", "nothing rendered\n")
+	none := p.commit("docs only")
 
 	plan := func(b, h string) []string {
 		t.Helper()
-		res := ferry(t, nil, "plan", "--repo", p.Dir, "--base", b, "--head", h)
+		res := ferry(t, nil, "plan", "--repo", p.dir, "--base", b, "--head", h)
 		if res.code != 0 {
 			t.Fatalf("plan: exit %d: %s", res.code, res.stderr)
 		}
@@ -234,7 +232,7 @@ func TestDiffExitCodeAndPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := ferry(t, map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "push", "GITHUB_EVENT_PATH": event,
-		"GITHUB_OUTPUT": output, "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")}, "plan", "--repo", p.Dir)
+		"GITHUB_OUTPUT": output, "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")}, "plan", "--repo", p.dir)
 	if res.code != 0 {
 		t.Fatalf("plan on push: exit %d: %s", res.code, res.stderr)
 	}
@@ -243,10 +241,10 @@ func TestDiffExitCodeAndPlan(t *testing.T) {
 		t.Errorf("plan step outputs matrix=%q targets=%q (stdout %q)", outs["matrix"], outs["targets"], res.stdout)
 	}
 
-	if res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--head", one, "--exit-code"); res.code != 1 {
+	if res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", one, "--exit-code"); res.code != 1 {
 		t.Errorf("--exit-code with differences: exit %d, want 1 (stderr %s)", res.code, res.stderr)
 	}
-	if res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", both, "--head", none, "--exit-code"); res.code != 0 || !strings.Contains(res.stdout, "no differences") {
+	if res := ferry(t, nil, "diff", "--repo", p.dir, "--base", both, "--head", none, "--exit-code"); res.code != 0 || !strings.Contains(res.stdout, "no differences") {
 		t.Errorf("--exit-code without differences: exit %d, stdout %q", res.code, res.stdout)
 	}
 }
@@ -254,18 +252,18 @@ func TestDiffExitCodeAndPlan(t *testing.T) {
 // TestDiffBadInputs: each exits 2 with an error that says what is wrong.
 func TestDiffBadInputs(t *testing.T) {
 	p, base := newPRRepo(t, "single-app", nil)
-	p.Replace(t, "shop/overlays/staging/kustomization.yaml", "  - path: hpa-patch.yaml\n", "  - path: hpa-patch.yaml\n  - path: missing-patch.yaml\n")
-	p.Replace(t, "shop/overlays/production/replicas-patch.yaml", "replicas: ", "replicas: 1")
-	head := p.Commit(t, "breaks staging")
+	p.replace("shop/overlays/staging/kustomization.yaml", "  - path: hpa-patch.yaml\n", "  - path: hpa-patch.yaml\n  - path: missing-patch.yaml\n")
+	p.replace("shop/overlays/production/replicas-patch.yaml", "replicas: ", "replicas: 1")
+	head := p.commit("breaks staging")
 
 	t.Run("unknown base", func(t *testing.T) {
-		res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", "no-such-branch")
+		res := ferry(t, nil, "diff", "--repo", p.dir, "--base", "no-such-branch")
 		if res.code != 2 || !strings.Contains(res.stderr, `"no-such-branch"`) {
 			t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
 		}
 	})
 	t.Run("one side fails to render", func(t *testing.T) {
-		res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--head", head)
+		res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", head)
 		if res.code != 2 {
 			t.Fatalf("exit %d, want 2", res.code)
 		}
@@ -285,7 +283,7 @@ func TestDiffBadInputs(t *testing.T) {
 			t.Fatal("git is needed to make a shallow clone")
 		}
 		shallow := filepath.Join(t.TempDir(), "shallow")
-		out, err := exec.Command(gitBin, "clone", "-q", "--depth", "1", "file://"+p.Dir, shallow).CombinedOutput()
+		out, err := exec.Command(gitBin, "clone", "-q", "--depth", "1", "file://"+p.dir, shallow).CombinedOutput()
 		if err != nil {
 			t.Fatalf("git clone --depth 1: %v\n%s", err, out)
 		}
@@ -296,7 +294,7 @@ func TestDiffBadInputs(t *testing.T) {
 
 		// With a token, ferry fetches the base commit (the server must
 		// serve commits by hash, as GitHub and Gitea do).
-		if out, err := exec.Command(gitBin, "-C", p.Dir, "config", "uploadpack.allowReachableSHA1InWant", "true").CombinedOutput(); err != nil {
+		if out, err := exec.Command(gitBin, "-C", p.dir, "config", "uploadpack.allowReachableSHA1InWant", "true").CombinedOutput(); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
 		res = ferry(t, map[string]string{"GITHUB_TOKEN": "test-token"}, "diff", "--repo", shallow, "--base", base, "--head", "HEAD", "production")
@@ -305,7 +303,7 @@ func TestDiffBadInputs(t *testing.T) {
 		}
 	})
 	t.Run("bad format", func(t *testing.T) {
-		res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--format", "yaml")
+		res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--format", "yaml")
 		if res.code != 2 || !strings.Contains(res.stderr, "--format") {
 			t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
 		}
@@ -327,14 +325,14 @@ func TestPlanWithoutBase(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := ferry(t, map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": path,
-			"GITHUB_OUTPUT": output, "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")}, append([]string{"plan", "--repo", p.Dir}, args...)...)
+			"GITHUB_OUTPUT": output, "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")}, append([]string{"plan", "--repo", p.dir}, args...)...)
 		if res.code != 0 {
 			t.Fatalf("plan on %s: exit %d: %s", event, res.code, res.stderr)
 		}
 		return res, actionstest.Outputs(t, output)
 	}
 	zero := strings.Repeat("0", 40)
-	res, outs := planIn("push", `{"ref": "refs/heads/main", "before": "`+zero+`", "after": "`+p.Tip(t, "main").Hash+`", "repository": {"full_name": "acme/gitops"}}`)
+	res, outs := planIn("push", `{"ref": "refs/heads/main", "before": "`+zero+`", "after": "`+p.repo().Tip(t, "main").Hash+`", "repository": {"full_name": "acme/gitops"}}`)
 	if outs["targets"] != `["production","staging"]` {
 		t.Errorf("plan of a push that created main: targets %s, want every target", outs["targets"])
 	}
@@ -349,13 +347,13 @@ func TestPlanWithoutBase(t *testing.T) {
 		t.Errorf("plan production on workflow_dispatch: targets %s, stdout %s", outs["targets"], res.stdout)
 	}
 
-	if res := ferry(t, nil, "plan", "--repo", p.Dir, "--all"); res.code != 0 || !strings.Contains(res.stdout, `"target":"production","why":"every target (--all)"`) {
+	if res := ferry(t, nil, "plan", "--repo", p.dir, "--all"); res.code != 0 || !strings.Contains(res.stdout, `"target":"production","why":"every target (--all)"`) {
 		t.Errorf("plan --all: exit %d, stdout %s, stderr %s", res.code, res.stdout, res.stderr)
 	}
-	if res := ferry(t, nil, "plan", "--repo", p.Dir); res.code != 2 || !strings.Contains(res.stderr, "--base is required outside Actions (or --all") {
+	if res := ferry(t, nil, "plan", "--repo", p.dir); res.code != 2 || !strings.Contains(res.stderr, "--base is required outside Actions (or --all") {
 		t.Errorf("plan without --base outside Actions: exit %d, stderr %s", res.code, res.stderr)
 	}
-	if res := ferry(t, nil, "plan", "--repo", p.Dir, "--all", "--base", "main"); res.code != 2 || !strings.Contains(res.stderr, "--all lists the work tree's targets") {
+	if res := ferry(t, nil, "plan", "--repo", p.dir, "--all", "--base", "main"); res.code != 2 || !strings.Contains(res.stderr, "--all lists the work tree's targets") {
 		t.Errorf("plan --all --base: exit %d, stderr %s", res.code, res.stderr)
 	}
 }

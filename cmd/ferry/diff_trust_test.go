@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 	"github.com/ferry-ci/ferry/internal/testtree"
 )
@@ -28,19 +27,19 @@ func (tr *trap) url() string { return "http://" + tr.ln.Addr().String() }
 // Provider hears of the change.
 func TestDiffNotifyBaseProviders(t *testing.T) {
 	base, moved, added := newHookServer(t), newHookServer(t), newHookServer(t)
-	dir := t.TempDir()
-	r := gittest.Init(t, dir)
+	r := newScenario(t)
+	dir := r.dir
 	notifications := func(addr, extra string) string {
 		return "targets:\n  - {name: app, path: app}\nnotifications:\n  providers:\n    - {name: hook, type: generic, address: " + addr + "/base}\n" + extra +
 			"  alerts:\n    - {name: all, providerRef: {name: hook}, eventSources: [{kind: Kustomization, name: \"*\"}]}\n"
 	}
-	r.Write(t, "ferry.yaml", notifications(base.URL, ""))
-	r.Write(t, "app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: apps}\ndata: {k: v}\n")
-	b := r.Commit(t, "base")
-	r.Write(t, "ferry.yaml", notifications(moved.URL, "    - {name: mine, type: generic, address: "+added.URL+"/head}\n")+
+	r.write("ferry.yaml", notifications(base.URL, ""))
+	r.write("app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: apps}\ndata: {k: v}\n")
+	b := r.commit("base")
+	r.write("ferry.yaml", notifications(moved.URL, "    - {name: mine, type: generic, address: "+added.URL+"/head}\n")+
 		"    - {name: mine, providerRef: {name: mine}, eventSources: [{kind: Kustomization, name: \"*\"}]}\n")
-	r.Write(t, "app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: apps}\ndata: {k: v2}\n")
-	h := r.Commit(t, "head: move the provider, add one")
+	r.write("app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: apps}\ndata: {k: v2}\n")
+	h := r.commit("head: move the provider, add one")
 
 	res := ferry(t, nil, "diff", "--repo", dir, "--base", b, "--head", h, "--notify")
 	if res.code != 0 {
@@ -69,7 +68,7 @@ func TestDiffSourcesFromBase(t *testing.T) {
 	testtree.Write(t, filepath.Join(top, "outside"), map[string]string{
 		"deploy/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: outside-canary-b41d, namespace: apps}\ndata: {k: outside-canary-b41d}\n"})
 	dir := filepath.Join(ws, "fleet")
-	r := gittest.Init(t, dir)
+	r := scenarioIn(t, dir)
 	fleet := helmtest.FluxFleet("prod", "apps", map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own, namespace: apps}\ndata: {k: v}\n"})
 	fleet["clusters/prod/app.yaml"] = `apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
@@ -86,12 +85,12 @@ spec:
 `
 	fleet["ferry.yaml"] = "sources:\n  app-repo: ../app-repo\n"
 	for k, v := range fleet {
-		r.Write(t, k, v)
+		r.write(k, v)
 	}
-	b := r.Commit(t, "base")
-	r.Write(t, "ferry.yaml", "sources:\n  app-repo: ../../outside\n")
-	r.Write(t, "apps/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own, namespace: apps}\ndata: {k: v2}\n")
-	h := r.Commit(t, "head: map the source outside")
+	b := r.commit("base")
+	r.write("ferry.yaml", "sources:\n  app-repo: ../../outside\n")
+	r.write("apps/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own, namespace: apps}\ndata: {k: v2}\n")
+	h := r.commit("head: map the source outside")
 
 	res := ferry(t, nil, "diff", "--repo", dir, "--base", b, "--head", h, "--format", "json", "--workspace", ws)
 	if res.code != 0 {
@@ -105,8 +104,8 @@ spec:
 	}
 
 	// The same mapping at the base (trusted, and wrong) fails the run.
-	r.Write(t, "apps/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own, namespace: apps}\ndata: {k: v3}\n")
-	h2 := r.Commit(t, "head 2")
+	r.write("apps/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own, namespace: apps}\ndata: {k: v3}\n")
+	h2 := r.commit("head 2")
 	res = ferry(t, nil, "diff", "--repo", dir, "--base", h, "--head", h2, "--workspace", ws)
 	if res.code != exitError || !strings.Contains(res.stderr, `ferry.yaml sources "app-repo": ../../outside is outside the workspace`) {
 		t.Errorf("a base mapping outside the workspace: exit %d, want 2 naming it:\n%s", res.code, res.stderr)
@@ -135,16 +134,16 @@ func chartPR(t *testing.T, charts *helmtest.Repo, ferryYAML string, head map[str
 	if ferryYAML != "" {
 		fleet["ferry.yaml"] = ferryYAML
 	}
-	dir = t.TempDir()
-	r := gittest.Init(t, dir)
+	r := newScenario(t)
+	dir = r.dir
 	for k, v := range fleet {
-		r.Write(t, k, v)
+		r.write(k, v)
 	}
-	base = r.Commit(t, "base")
+	base = r.commit("base")
 	for k, v := range head {
-		r.Write(t, k, v)
+		r.write(k, v)
 	}
-	return dir, base, r.Commit(t, "head")
+	return dir, base, r.commit("head")
 }
 
 // chartRepo is the HelmRepository flux-system/name at u, with a
@@ -265,16 +264,16 @@ func TestDiffNewChartSources(t *testing.T) {
 // --kubeconfig is the one tried.
 func TestDiffLiveClusterAccessFromBase(t *testing.T) {
 	trap := newTrap(t)
-	dir := t.TempDir()
-	r := gittest.Init(t, dir)
-	r.Write(t, "ferry.yaml", "targets:\n  - {name: app, path: app}\n")
-	r.Write(t, "app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: apps}\ndata: {k: v}\n")
-	b := r.Commit(t, "base")
+	r := newScenario(t)
+	dir := r.dir
+	r.write("ferry.yaml", "targets:\n  - {name: app, path: app}\n")
+	r.write("app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: apps}\ndata: {k: v}\n")
+	b := r.commit("base")
 	u, _ := url.Parse(trap.url())
-	r.Write(t, "evil.kubeconfig", "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"http://"+u.Host+"\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n")
-	r.Write(t, "ferry.yaml", "targets:\n  - {name: app, path: app, kubeconfig: evil.kubeconfig}\n")
-	r.Write(t, "app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: apps}\ndata: {k: v2}\n")
-	h := r.Commit(t, "head: a kubeconfig of its own")
+	r.write("evil.kubeconfig", "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"http://"+u.Host+"\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n")
+	r.write("ferry.yaml", "targets:\n  - {name: app, path: app, kubeconfig: evil.kubeconfig}\n")
+	r.write("app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: apps}\ndata: {k: v2}\n")
+	h := r.commit("head: a kubeconfig of its own")
 	missing := filepath.Join(t.TempDir(), "step.kubeconfig")
 	res := ferry(t, nil, "diff", "--repo", dir, "--base", b, "--head", h, "--live", "--kubeconfig", missing, "--format", "json")
 	if n := trap.count.Load(); n > 0 {

@@ -41,40 +41,25 @@ func kubectl(t *testing.T, env []string, args ...string) string {
 	return string(out)
 }
 
-func replaceIn(t *testing.T, path, old, new string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), old) {
-		t.Fatalf("%s lacks %q", path, old)
-	}
-	if err := os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // exampleDriftRepo copies the gpu-cluster example with its two namespaces
 // renamed to fresh ones, plus a ConfigMap in the stage target.
 func exampleDriftRepo(t *testing.T) (repo, infraNS, stageNS string) {
-	repo = t.TempDir()
-	testtree.Copy(t, filepath.Join(examplesDir, "gpu-cluster"), repo)
+	s := exampleScenario(t, "gpu-cluster")
 	infraNS, stageNS = cp.Namespace(t), cp.Namespace(t)
-	replaceIn(t, filepath.Join(repo, "infrastructure/stage/kustomization.yaml"), "namespace: infra", "namespace: "+infraNS)
-	replaceIn(t, filepath.Join(repo, "infrastructure/stage/namespace.yaml"), "name: infra", "name: "+infraNS)
-	replaceIn(t, filepath.Join(repo, "apps/stage/kustomization.yaml"), "namespace: stage", "namespace: "+stageNS)
-	replaceIn(t, filepath.Join(repo, "apps/stage/namespace.yaml"), "name: stage", "name: "+stageNS)
-	replaceIn(t, filepath.Join(repo, "apps/stage/kustomization.yaml"), "  - namespace.yaml\n", "  - namespace.yaml\n  - settings.yaml\n")
-	testtree.Write(t, repo, map[string]string{"apps/stage/settings.yaml": `apiVersion: v1
+	s.replace("infrastructure/stage/kustomization.yaml", "namespace: infra", "namespace: "+infraNS)
+	s.replace("infrastructure/stage/namespace.yaml", "name: infra", "name: "+infraNS)
+	s.replace("apps/stage/kustomization.yaml", "namespace: stage", "namespace: "+stageNS)
+	s.replace("apps/stage/namespace.yaml", "name: stage", "name: "+stageNS)
+	s.replace("apps/stage/kustomization.yaml", "  - namespace.yaml\n", "  - namespace.yaml\n  - settings.yaml\n")
+	s.write("apps/stage/settings.yaml", `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: settings
 data:
   LOG_LEVEL: info
   MODEL: llama
-`})
-	return repo, infraNS, stageNS
+`)
+	return s.dir, infraNS, stageNS
 }
 
 func parseReports(t *testing.T, res result) []*drift.Report {
@@ -320,7 +305,8 @@ spec:
 func TestDriftOrphanedUnownedPending(t *testing.T) {
 	vars := applyVars(t)
 	ns, invNS := cp.Namespace(t), cp.Namespace(t)
-	repo := t.TempDir()
+	s := newScenario(t)
+	repo := s.dir
 	cm := func(name, value, extra string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n%sdata:\n  key: %q\n", name, ns, extra, value)
 	}
@@ -343,7 +329,7 @@ func TestDriftOrphanedUnownedPending(t *testing.T) {
 	if err := os.Rename(filepath.Join(repo, "app/next.kustomization.yaml"), filepath.Join(repo, "app/kustomization.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	replaceIn(t, filepath.Join(repo, "app/a.yaml"), `key: "1"`, `key: "changed"`)
+	s.replace("app/a.yaml", `key: "1"`, `key: "changed"`)
 	names := map[string]string{ns: "NS"}
 
 	tests := []struct {

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/ferry-ci/ferry/internal/actions/actionstest"
-	"github.com/ferry-ci/ferry/internal/testtree"
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +23,7 @@ const fleetsDir = "../../internal/config/testdata/fleets"
 // the broken one fails naming its file and the dependency, and apply of
 // everything writes nothing to the cluster.
 func TestBrokenDependencyInAFleet(t *testing.T) {
-	repo := t.TempDir()
-	testtree.Copy(t, filepath.Join(fleetsDir, "namespaced"), repo)
+	repo := copyScenario(t, filepath.Join(fleetsDir, "namespaced")).dir
 	ks := filepath.Join(repo, "kubernetes/apps/observability/exporter/ks.yaml")
 	b, err := os.ReadFile(ks)
 	if err != nil {
@@ -114,14 +112,14 @@ func TestBrokenDependencyInAFleet(t *testing.T) {
 // targets of that artifact; a change no copy rule reads affects none.
 func TestDiffFollowsCopyRules(t *testing.T) {
 	p, base := newPRRepoOf(t, filepath.Join(fleetsDir, "artifacts"), nil)
-	p.Replace(t, "apps/redis/statefulset.yaml", "image: redis:8.2", "image: redis:8.4")
-	redis := p.Commit(t, "redis image")
-	p.Replace(t, "apps/base/podinfo/service.yaml", "port: 9898", "port: 9899")
-	podinfo := p.Commit(t, "podinfo base")
-	p.Replace(t, "apps/prod/podinfo/README.md", "excluded", "left out")
-	excluded := p.Commit(t, "a file the copy rule excludes")
-	p.Write(t, "docs/README.md", "# fleet docs, edited\n")
-	docs := p.Commit(t, "docs")
+	p.replace("apps/redis/statefulset.yaml", "image: redis:8.2", "image: redis:8.4")
+	redis := p.commit("redis image")
+	p.replace("apps/base/podinfo/service.yaml", "port: 9898", "port: 9899")
+	podinfo := p.commit("podinfo base")
+	p.replace("apps/prod/podinfo/README.md", "excluded", "left out")
+	excluded := p.commit("a file the copy rule excludes")
+	p.write("docs/README.md", "# fleet docs, edited\n")
+	docs := p.commit("docs")
 	for _, c := range []struct {
 		name, base, head string
 		want             []string
@@ -131,7 +129,7 @@ func TestDiffFollowsCopyRules(t *testing.T) {
 		{"a file the copy rule excludes", podinfo, excluded, nil},
 		{"a file no artifact holds", excluded, docs, nil},
 	} {
-		res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", c.base, "--head", c.head, "--format", "json")
+		res := ferry(t, nil, "diff", "--repo", p.dir, "--base", c.base, "--head", c.head, "--format", "json")
 		if res.code != 0 {
 			t.Fatalf("%s: diff: exit %d: %s", c.name, res.code, res.stderr)
 		}
@@ -164,10 +162,10 @@ func TestDiffFollowsCopyRules(t *testing.T) {
 // exits 2; plan lists every affected target.
 func TestDiffWithABrokenDependency(t *testing.T) {
 	p, base := newPRRepoOf(t, filepath.Join(fleetsDir, "namespaced"), nil)
-	p.Replace(t, "kubernetes/apps/observability/exporter/ks.yaml", "      namespace: kube-system", "      namespace: monitoring")
-	p.Replace(t, "kubernetes/apps/default/web/app/deployment.yaml", "replicas: 2", "replicas: 5")
-	head := p.Commit(t, "breaks exporter, scales web")
-	res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--head", head, "--format", "text")
+	p.replace("kubernetes/apps/observability/exporter/ks.yaml", "      namespace: kube-system", "      namespace: monitoring")
+	p.replace("kubernetes/apps/default/web/app/deployment.yaml", "replicas: 2", "replicas: 5")
+	head := p.commit("breaks exporter, scales web")
+	res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", head, "--format", "text")
 	if res.code != exitError {
 		t.Errorf("diff: exit %d, want %d", res.code, exitError)
 	}
@@ -179,7 +177,7 @@ func TestDiffWithABrokenDependency(t *testing.T) {
 	if !strings.Contains(res.stderr, "exporter") {
 		t.Errorf("stderr does not name the failed target: %s", res.stderr)
 	}
-	plan := ferry(t, nil, "plan", "--repo", p.Dir, "--base", base, "--head", head)
+	plan := ferry(t, nil, "plan", "--repo", p.dir, "--base", base, "--head", head)
 	if plan.code != 0 || !strings.Contains(plan.stdout, `"target":"exporter"`) || !strings.Contains(plan.stdout, `"target":"web"`) {
 		t.Errorf("plan: exit %d: %s%s", plan.code, plan.stdout, plan.stderr)
 	}
@@ -190,13 +188,13 @@ func TestDiffWithABrokenDependency(t *testing.T) {
 // targets in dependency order (the deploy workflows run one job each).
 func TestPlanPerCluster(t *testing.T) {
 	p, base := newPRRepo(t, "fleet", nil)
-	p.Replace(t, "infrastructure/controllers/ingress/deployment.yaml", "replicas: 2", "replicas: 3")
-	p.Replace(t, "apps/base/podinfo/service.yaml", "port: 80", "port: 8080")
-	head := p.Commit(t, "a shared base and shared infrastructure")
+	p.replace("infrastructure/controllers/ingress/deployment.yaml", "replicas: 2", "replicas: 3")
+	p.replace("apps/base/podinfo/service.yaml", "port: 80", "port: 8080")
+	head := p.commit("a shared base and shared infrastructure")
 	dir := t.TempDir()
 	output := filepath.Join(dir, "output")
 	res := ferry(t, map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": output, "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")},
-		"plan", "--repo", p.Dir, "--base", base, "--head", head, "--no-decrypt")
+		"plan", "--repo", p.dir, "--base", base, "--head", head, "--no-decrypt")
 	if res.code != 0 {
 		t.Fatalf("plan: exit %d: %s", res.code, res.stderr)
 	}

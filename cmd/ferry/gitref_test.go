@@ -2,12 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
-
-	"github.com/ferry-ci/ferry/internal/gittest"
 )
 
 // tenantYAML is a tenant of the staging cluster: a GitRepository of this
@@ -51,56 +50,21 @@ func teamConfig(from string) string {
 // whose dev-team tenant is this repository at branch dev-team. Origin's
 // dev-team branch (as last fetched) says "from: dev-team"; main, the base
 // commit returned, says "from: main".
-func newTenantRepo(t *testing.T) (*gittest.Repo, string, string) {
+func newTenantRepo(t *testing.T) (*scenario, string, string) {
 	t.Helper()
-	g := gittest.Init(t, t.TempDir())
-	g.Write(t, "clusters/staging/flux-system/gotk-sync.yaml", `apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 1m
-  url: ssh://git@github.com/acme/fleet
-  ref:
-    branch: main
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./clusters/staging
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-`)
-	g.Write(t, "clusters/staging/apps.yaml", `apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: apps
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./apps
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-`)
-	g.Write(t, "clusters/staging/tenant.yaml", tenantYAML("branch: dev-team"))
-	g.Write(t, "apps/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\ndata:\n  env: staging\n")
-	g.Write(t, "tenants/dev-team/team.yaml", teamConfig("dev-team"))
-	g.AddRemote(t, "origin", "git@github.com:acme/fleet.git")
-	devTeam := g.Commit(t, "dev-team")
-	if err := g.Storer.SetReference(plumbing.NewHashReference("refs/remotes/origin/dev-team", plumbing.NewHash(devTeam))); err != nil {
+	g := newScenario(t)
+	g.bootstrap("staging", "ssh://git@github.com/acme/fleet")
+	g.write("clusters/staging/apps.yaml", helmtest.FluxKustomization("apps", "./apps", ""))
+	g.write("clusters/staging/tenant.yaml", tenantYAML("branch: dev-team"))
+	g.write("apps/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\ndata:\n  env: staging\n")
+	g.write("tenants/dev-team/team.yaml", teamConfig("dev-team"))
+	g.repo().AddRemote(t, "origin", "git@github.com:acme/fleet.git")
+	devTeam := g.commit("dev-team")
+	if err := g.repo().Storer.SetReference(plumbing.NewHashReference("refs/remotes/origin/dev-team", plumbing.NewHash(devTeam))); err != nil {
 		t.Fatal(err)
 	}
-	g.Write(t, "tenants/dev-team/team.yaml", teamConfig("main"))
-	return g, g.Commit(t, "base"), devTeam
+	g.write("tenants/dev-team/team.yaml", teamConfig("main"))
+	return g, g.commit("base"), devTeam
 }
 
 // render --list shows which ref and commit a tenant on another branch of
@@ -109,14 +73,14 @@ spec:
 // is an error.
 func TestRenderOtherRef(t *testing.T) {
 	g, _, devTeam := newTenantRepo(t)
-	res := ferry(t, nil, "render", "--list", "--repo", g.Dir)
+	res := ferry(t, nil, "render", "--list", "--repo", g.dir)
 	if res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}
 	if want := "ref dev-team: GitRepository/apps/dev-team at branch dev-team: commit " + devTeam + " (refs/remotes/origin/dev-team)\n"; !strings.Contains(res.stdout, want) {
 		t.Errorf("render --list does not say\n%s\nit says:\n%s", want, res.stdout)
 	}
-	res = ferry(t, nil, "render", "--list", "--format", "json", "--repo", g.Dir)
+	res = ferry(t, nil, "render", "--list", "--format", "json", "--repo", g.dir)
 	var l struct {
 		Targets []struct {
 			Name     string
@@ -131,18 +95,18 @@ func TestRenderOtherRef(t *testing.T) {
 			t.Errorf("target %s: revision %+v", tg.Name, tg.Revision)
 		}
 	}
-	res = ferry(t, nil, "render", "--repo", g.Dir, "dev-team")
+	res = ferry(t, nil, "render", "--repo", g.dir, "dev-team")
 	if res.code != 0 || !strings.Contains(res.stdout, "from: dev-team") {
 		t.Errorf("render dev-team: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 
-	g.Write(t, "clusters/staging/tenant.yaml", tenantYAML("branch: gone"))
+	g.write("clusters/staging/tenant.yaml", tenantYAML("branch: gone"))
 	fetch := "git fetch origin gone:refs/remotes/origin/gone"
-	res = ferry(t, nil, "render", "--list", "--repo", g.Dir)
+	res = ferry(t, nil, "render", "--list", "--repo", g.dir)
 	if res.code != 0 || !strings.Contains(res.stdout, "skipped staging/dev-team (clusters/staging/tenant.yaml:12): source GitRepository/apps/dev-team is this repository at branch gone") || !strings.Contains(res.stdout, fetch) {
 		t.Errorf("render --list with the branch missing: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
-	res = ferry(t, nil, "render", "--repo", g.Dir, "dev-team")
+	res = ferry(t, nil, "render", "--repo", g.dir, "dev-team")
 	if res.code != 2 || !strings.Contains(res.stderr, `target "dev-team" is skipped`) || !strings.Contains(res.stderr, fetch) {
 		t.Errorf("render dev-team with the branch missing: exit %d, stderr %q", res.code, res.stderr)
 	}
@@ -154,10 +118,10 @@ func TestRenderOtherRef(t *testing.T) {
 // changes it.
 func TestDiffOtherRef(t *testing.T) {
 	g, base, _ := newTenantRepo(t)
-	g.Write(t, "tenants/dev-team/team.yaml", teamConfig("pull request"))
-	g.Write(t, "apps/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\ndata:\n  env: changed\n")
-	head := g.Commit(t, "pull request")
-	res := ferry(t, nil, "diff", "--repo", g.Dir, "--base", base, "--head", head, "--format", "json")
+	g.write("tenants/dev-team/team.yaml", teamConfig("pull request"))
+	g.write("apps/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\ndata:\n  env: changed\n")
+	head := g.commit("pull request")
+	res := ferry(t, nil, "diff", "--repo", g.dir, "--base", base, "--head", head, "--format", "json")
 	if res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}
@@ -171,9 +135,9 @@ func TestDiffOtherRef(t *testing.T) {
 		t.Errorf("targets %+v, want apps alone (dev-team's branch did not change)", report.Targets)
 	}
 
-	g.Write(t, "clusters/staging/tenant.yaml", tenantYAML("branch: main"))
-	moved := g.Commit(t, "dev-team follows main")
-	res = ferry(t, nil, "diff", "--repo", g.Dir, "--base", head, "--head", moved, "--format", "text", "dev-team")
+	g.write("clusters/staging/tenant.yaml", tenantYAML("branch: main"))
+	moved := g.commit("dev-team follows main")
+	res = ferry(t, nil, "diff", "--repo", g.dir, "--base", head, "--head", moved, "--format", "text", "dev-team")
 	if res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}

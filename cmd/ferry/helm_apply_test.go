@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ferry-ci/ferry/internal/drift"
-	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/testtree"
@@ -33,22 +32,9 @@ func bumpChart(version string) map[string]string {
 		tag = "1.28"
 	}
 	files := map[string]string{
-		"Chart.yaml":  "apiVersion: v2\nname: shop\nversion: " + version + "\n",
-		"values.yaml": "replicas: 1\nimage: {repository: nginx, tag: \"" + tag + "\"}\ngreeting: hello\ntoken: none\n",
-		"templates/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}
-spec:
-  replicas: {{ .Values.replicas }}
-  selector: {matchLabels: {app: {{ .Release.Name }}}}
-  template:
-    metadata: {labels: {app: {{ .Release.Name }}}}
-    spec:
-      containers:
-        - name: web
-          image: {{ .Values.image.repository }}:{{ .Values.image.tag }}
-`,
+		"Chart.yaml":                "apiVersion: v2\nname: shop\nversion: " + version + "\n",
+		"values.yaml":               "replicas: 1\nimage: {repository: nginx, tag: \"" + tag + "\"}\ngreeting: hello\ntoken: none\n",
+		"templates/deployment.yaml": helmtest.Deployment,
 		"templates/config.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -179,7 +165,7 @@ func TestHelmApplyBumpAndDrift(t *testing.T) {
 	charts.Add(t, testtree.New(t, bumpChart("1.0.0")), "1.0.0")
 	charts.Add(t, testtree.New(t, bumpChart("1.1.0")), "1.1.0")
 
-	r := newTestRepo(t)
+	r := newScenario(t)
 	testtree.Write(t, r.dir, helmtest.FluxFleet("prod", "apps", map[string]string{
 		"source.yaml": helmRepository(ns, charts.URL),
 		"web.yaml":    shopRelease(ns, "1.0.0"),
@@ -192,8 +178,7 @@ metadata:
 stringData:
   values.yaml: "token: `+helmCanary+`\n"
 `, "^(data|stringData)$")
-	git := gittest.Init(t, r.dir)
-	git.Commit(t, "fleet with a HelmRelease of shop 1.0.0")
+	r.commit("fleet with a HelmRelease of shop 1.0.0")
 
 	vars := r.vars()
 	vars["TEST_KUBECONFIG"] = string(cp.Require(t).Kubeconfig())
@@ -266,8 +251,8 @@ stringData:
 	}
 
 	// The chart bump, committed.
-	git.Replace(t, "apps/web.yaml", `version: "1.0.0"`, `version: "1.1.0"`)
-	git.Commit(t, "shop 1.1.0")
+	r.replace("apps/web.yaml", `version: "1.0.0"`, `version: "1.1.0"`)
+	r.commit("shop 1.1.0")
 	bumped := ferry(t, vars, append([]string{"apply", "--format", "json"}, common...)...)
 	outputs = append(outputs, bumped)
 	if bumped.code != 0 {

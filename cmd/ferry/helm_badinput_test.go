@@ -169,7 +169,7 @@ spec:
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ns, invNS := cp.Namespace(t), cp.Namespace(t)
-			r := newTestRepo(t)
+			r := newScenario(t)
 			files := map[string]string{
 				"source.yaml": helmRepository(ns, charts.URL),
 				"web.yaml":    badRelease(ns, c.spec),

@@ -354,16 +354,16 @@ func TestDiffUsesBaseLimits(t *testing.T) {
 	files["app/kustomization.yaml"] = "resources: [release.yaml]\n"
 	src := testtree.New(t, files)
 	p, base := newPRRepoOf(t, src, nil)
-	p.Replace(t, "charts/wide/values.yaml", "keys: 10", "keys: 40000")
-	p.Replace(t, "ferry.yaml", "renderedBytes: 1Mi", "renderedBytes: 64Mi")
-	head := p.Commit(t, "a chart of 2 MB, and the budget raised to let it through")
-	res := ferry(t, nil, "diff", "--repo", p.Dir, "--base", base, "--head", head)
+	p.replace("charts/wide/values.yaml", "keys: 10", "keys: 40000")
+	p.replace("ferry.yaml", "renderedBytes: 1Mi", "renderedBytes: 64Mi")
+	head := p.commit("a chart of 2 MB, and the budget raised to let it through")
+	res := ferry(t, nil, "diff", "--repo", p.dir, "--base", base, "--head", head)
 	// The diff reports the target's failure and goes on; the run fails.
 	if out := res.stdout + res.stderr; res.code != exitError || !strings.Contains(out, "wide/templates/wide.yaml") || !strings.Contains(out, "more than 1 MiB (limits.renderedBytes") {
 		t.Errorf("diff: exit %d, want %d with the base's renderedBytes:\n%s\n%s", res.code, exitError, res.stdout, res.stderr)
 	}
 	// The same, merged: the revision applied is trusted with its own.
-	if res := ferry(t, nil, "render", "--repo", p.Dir); res.code != exitOK {
+	if res := ferry(t, nil, "render", "--repo", p.dir); res.code != exitOK {
 		t.Errorf("render of the head: exit %d: %s", res.code, res.stderr)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/ferry-ci/ferry/internal/forge/githubtest"
-	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
 )
@@ -80,8 +79,8 @@ func TestOwnSecretsInNoOutput(t *testing.T) {
 	host := strings.TrimPrefix(echo.URL, "http://")
 	secretValues := []string{token, hookAddr, hookPath, hookToken, "T0A1B2C3D", "B0E1F2G3H", "sig=Q2FuYXJ5U2lnbmF0dXJl", "Q2FuYXJ5U2lnbmF0dXJl", apiKey, regPassword}
 
-	r := &prRepo{gittest.Init(t, t.TempDir())}
-	r.Write(t, "ferry.yaml", `targets:
+	r := newScenario(t)
+	r.write("ferry.yaml", `targets:
   - {name: app, path: app}
   - {name: web, path: web}
 notifications:
@@ -92,8 +91,8 @@ notifications:
     - {name: hook, providerRef: {name: hook}, eventSources: [{kind: Kustomization, name: "*"}]}
     - {name: statuses, providerRef: {name: statuses}, eventSources: [{kind: Kustomization, name: "*"}]}
 `)
-	r.Write(t, "app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: apps}\ndata: {k: base}\n")
-	r.Write(t, "web/release.yaml", `apiVersion: source.toolkit.fluxcd.io/v1
+	r.write("app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: apps}\ndata: {k: base}\n")
+	r.write("web/release.yaml", `apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
 metadata: {name: charts, namespace: apps}
 spec: {interval: 10m, url: "`+echo.URL+`/charts"}
@@ -106,12 +105,12 @@ spec:
   chart:
     spec: {chart: web, version: "1.0.0", sourceRef: {kind: HelmRepository, name: charts}}
 `)
-	base := r.Commit(t, "base")
-	r.Write(t, "app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: apps}\ndata: {k: head}\n")
+	base := r.commit("base")
+	r.write("app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: apps}\ndata: {k: head}\n")
 	// The change touches web too: a target it does not touch is not
 	// rendered, and web must fail with the registry's answer.
-	r.Replace(t, "web/release.yaml", "spec:\n  interval: 10m\n  chart:", "spec:\n  interval: 11m\n  chart:")
-	head := r.Commit(t, "head")
+	r.replace("web/release.yaml", "spec:\n  interval: 10m\n  chart:", "spec:\n  interval: 11m\n  chart:")
+	head := r.commit("head")
 
 	for _, format := range []string{"json", "markdown", "text"} {
 		t.Run(format, func(t *testing.T) {
@@ -135,7 +134,7 @@ spec:
 				regEnv + "_PASSWORD":        regPassword,
 				regEnv + "_UNUSED_TOKEN":    "not a secret by its name",
 			}
-			res := ferry(t, vars, "diff", "--repo", r.Dir, "--comment", "--notify", "--format", format, "--report-file", report)
+			res := ferry(t, vars, "diff", "--repo", r.dir, "--comment", "--notify", "--format", format, "--report-file", report)
 			if res.code != exitError {
 				t.Errorf("exit %d, want %d (target web does not render)", res.code, exitError)
 			}
@@ -250,8 +249,8 @@ func TestForgeTokenEchoedInNoOutput(t *testing.T) {
 	}))
 	t.Cleanup(api.Close)
 	p, base := newPRRepo(t, "single-app", nil)
-	p.Replace(t, "shop/base/deployment.yaml", "web:2.4.0", "web:2.5.0")
-	head := p.Commit(t, "2.5.0")
+	p.replace("shop/base/deployment.yaml", "web:2.4.0", "web:2.5.0")
+	head := p.commit("2.5.0")
 	dir := t.TempDir()
 	summary, output := filepath.Join(dir, "summary"), filepath.Join(dir, "output")
 	for name, vars := range map[string]map[string]string{
@@ -264,7 +263,7 @@ func TestForgeTokenEchoedInNoOutput(t *testing.T) {
 		"shell": {"GITHUB_API_URL": api.URL + "/", "GITHUB_REPOSITORY": "acme/gitops", "GITHUB_TOKEN": token},
 	} {
 		t.Run(name, func(t *testing.T) {
-			args := []string{"diff", "--repo", p.Dir, "--base", base, "--head", head, "--comment", "--pr", "7", "--forge", "github"}
+			args := []string{"diff", "--repo", p.dir, "--base", base, "--head", head, "--comment", "--pr", "7", "--forge", "github"}
 			res := ferry(t, vars, args...)
 			if res.code != exitError || !strings.Contains(res.stderr, "Bad credentials: ") {
 				t.Fatalf("exit %d, want %d and the forge's answer:\n%s", res.code, exitError, res.stderr)
@@ -316,15 +315,15 @@ current-context: c
 		t.Fatal(err)
 	}
 	p, base := newPRRepo(t, "single-app", nil)
-	p.Replace(t, "shop/base/deployment.yaml", "web:2.4.0", "web:2.5.0")
-	head := p.Commit(t, "2.5.0")
+	p.replace("shop/base/deployment.yaml", "web:2.4.0", "web:2.5.0")
+	head := p.commit("2.5.0")
 	vars := map[string]string{"TEST_KUBECONFIG": kubeconfig, "SOPS_AGE_KEY": exampleKeyText(t)}
 	for name, args := range map[string][]string{
-		"apply, content":    {"apply", "--repo", p.Dir, "--kubeconfig-env", "TEST_KUBECONFIG"},
-		"apply, file":       {"apply", "--repo", p.Dir, "--kubeconfig", file},
-		"drift, content":    {"drift", "--repo", p.Dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--report", "none"},
-		"diff --live, file": {"diff", "--repo", p.Dir, "--base", base, "--head", head, "--live", "--kubeconfig", file, "--format", "json"},
-		"diff --live, text": {"diff", "--repo", p.Dir, "--base", base, "--head", head, "--live", "--kubeconfig-env", "TEST_KUBECONFIG"},
+		"apply, content":    {"apply", "--repo", p.dir, "--kubeconfig-env", "TEST_KUBECONFIG"},
+		"apply, file":       {"apply", "--repo", p.dir, "--kubeconfig", file},
+		"drift, content":    {"drift", "--repo", p.dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--report", "none"},
+		"diff --live, file": {"diff", "--repo", p.dir, "--base", base, "--head", head, "--live", "--kubeconfig", file, "--format", "json"},
+		"diff --live, text": {"diff", "--repo", p.dir, "--base", base, "--head", head, "--live", "--kubeconfig-env", "TEST_KUBECONFIG"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := ferry(t, vars, args...)
@@ -346,7 +345,7 @@ current-context: c
 // warning.
 func TestRenderHidesOwnCredentialsOnly(t *testing.T) {
 	const decrypted, password = "decrypted-value-shown-4a1b", "registry-password-hidden-9c2d"
-	r := newTestRepo(t)
+	r := newScenario(t)
 	r.write("ferry.yaml", "targets:\n  - name: app\n    path: app\n")
 	r.write("app/kustomization.yaml", "resources: [pull.yaml, secret.yaml]\n")
 	r.write("app/pull.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: pull, namespace: apps}\ndata: {password: "+password+"}\n")

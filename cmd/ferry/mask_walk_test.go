@@ -10,7 +10,6 @@ import (
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/diff"
 	"github.com/ferry-ci/ferry/internal/drift"
-	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/output"
 	"github.com/ferry-ci/ferry/internal/release"
@@ -41,8 +40,8 @@ func TestEveryCommandMasksEveryOutput(t *testing.T) {
 	ns := cp.Namespace(t)
 	invNS := cp.Namespace(t)
 
-	r := &prRepo{gittest.Init(t, t.TempDir())}
-	r.Write(t, "ferry.yaml", `targets:
+	r := newScenario(t)
+	r.write("ferry.yaml", `targets:
   - {name: app, path: app}
 notifications:
   providers:
@@ -50,15 +49,15 @@ notifications:
   alerts:
     - {name: hook, providerRef: {name: hook}, eventSources: [{kind: Kustomization, name: "*"}]}
 `)
-	r.Write(t, "app/kustomization.yaml", "namespace: "+ns+"\nresources: [secret.yaml, settings.yaml]\n")
-	r.Write(t, "app/secret.yaml", string(secretstest.Encrypt(t, "secret.yaml",
+	r.write("app/kustomization.yaml", "namespace: "+ns+"\nresources: [secret.yaml, settings.yaml]\n")
+	r.write("app/secret.yaml", string(secretstest.Encrypt(t, "secret.yaml",
 		[]byte("apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {password: "+canary+"}\n"), "^(data|stringData)$", key.Recipient)))
-	r.Write(t, "app/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {copied: "+canary+", level: info}\n")
-	base := r.Commit(t, "base")
-	r.Replace(t, "app/settings.yaml", "copied: "+canary, "copied: rotated-by-the-pull-request")
-	head := r.Commit(t, "head")
+	r.write("app/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {copied: "+canary+", level: info}\n")
+	base := r.commit("base")
+	r.replace("app/settings.yaml", "copied: "+canary, "copied: rotated-by-the-pull-request")
+	head := r.commit("head")
 	// The work tree, which render, apply and drift read, is the base's.
-	r.Replace(t, "app/settings.yaml", "copied: rotated-by-the-pull-request", "copied: "+canary)
+	r.replace("app/settings.yaml", "copied: rotated-by-the-pull-request", "copied: "+canary)
 
 	vars := map[string]string{
 		"SOPS_AGE_KEY":              key.Identity,
@@ -68,8 +67,8 @@ notifications:
 		"GITHUB_REPOSITORY":         "acme/fleet",
 		"GITHUB_SERVER_URL":         "https://github.com",
 	}
-	cluster := []string{"--repo", r.Dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", invNS}
-	revs := []string{"--repo", r.Dir, "--base", base, "--head", head}
+	cluster := []string{"--repo", r.dir, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", invNS}
+	revs := []string{"--repo", r.dir, "--base", base, "--head", head}
 
 	type run struct {
 		name string
@@ -84,12 +83,12 @@ notifications:
 			runs = append(runs, run{name: name + " --format " + string(f), args: append(append([]string{}, args...), "--format", string(f))})
 		}
 	}
-	runs = append(runs, run{name: "render", args: []string{"render", "--repo", r.Dir}, manifests: true})
-	each("render --list", (&config.Listing{}).Formats(), "render", "--list", "--repo", r.Dir)
+	runs = append(runs, run{name: "render", args: []string{"render", "--repo", r.dir}, manifests: true})
+	each("render --list", (&config.Listing{}).Formats(), "render", "--list", "--repo", r.dir)
 	each("version", release.Info{}.Formats(), "version")
 	each("diff", (&diff.Report{}).Formats(), append([]string{"diff", "--notify"}, revs...)...)
 	runs = append(runs, run{name: "plan", args: append([]string{"plan"}, revs...)})
-	runs = append(runs, run{name: "bump --dry-run", args: []string{"bump", "--dry-run", "--repo", r.Dir}})
+	runs = append(runs, run{name: "bump --dry-run", args: []string{"bump", "--dry-run", "--repo", r.dir}})
 	each("apply --dry-run", kube.ChangeSets{}.Formats(), append([]string{"apply", "--dry-run", "--revision", base}, cluster...)...)
 	runs = append(runs, run{name: "apply", args: append([]string{"apply", "--revision", base}, cluster...)})
 

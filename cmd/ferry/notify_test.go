@@ -99,8 +99,8 @@ func summarize(evs []notify.Event) []string {
 // of an Alert with eventSeverity info; "errors", whose address comes
 // from FERRY_SECRET_HOOK__ERR_ADDRESS, those of an Alert with
 // eventSeverity error.
-func notifyRepo(t *testing.T, ns, allURL string) (*testRepo, map[string]string) {
-	r := newTestRepo(t)
+func notifyRepo(t *testing.T, ns, allURL string) (*scenario, map[string]string) {
+	r := newScenario(t)
 	r.write("ferry.yaml", fmt.Sprintf(`targets:
   - {name: ok, path: ok}
   - {name: bad, path: bad}
@@ -382,9 +382,9 @@ func TestApplyCommitStatusesGitea(t *testing.T) {
 	g.CreateRepo(t, bot, name)
 
 	ns := cp.Namespace(t)
-	dir := t.TempDir()
-	r := gittest.Init(t, dir)
-	r.Write(t, "ferry.yaml", fmt.Sprintf(`targets:
+	r := newScenario(t)
+	dir := r.dir
+	r.write("ferry.yaml", fmt.Sprintf(`targets:
   - {name: ok, path: ok}
   - {name: bad, path: bad}
 notifications:
@@ -392,11 +392,10 @@ notifications:
   alerts: [{name: statuses, providerRef: {name: gitea}, eventSources: [{kind: Kustomization, name: "*"}]}]
 `, g.URL, bot, name))
 	for _, n := range []string{"ok", "bad"} {
-		r.Write(t, n+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-"+n+", namespace: "+ns+"}\ndata: {k: v}\n")
+		r.write(n+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-"+n+", namespace: "+ns+"}\ndata: {k: v}\n")
 	}
-	sha := r.Commit(t, "fleet")
-	r.AddRemote(t, "gitea", g.CloneURL(bot, name))
-	r.PushHead(t, "gitea", "main", gittest.Auth{User: giteatest.AdminUser, Password: g.AdminToken})
+	sha := r.commit("fleet")
+	r.push(g, bot, name, "main")
 
 	vars := map[string]string{"TEST_KUBECONFIG": string(cp.Require(t).Kubeconfig()), "FERRY_SECRET_GITEA__TOKEN_TOKEN": token}
 	holdLease(t, ns, "bad")
@@ -445,12 +444,13 @@ notifications:
 func TestBumpNotifications(t *testing.T) {
 	hooks := newHookServer(t)
 	reg, gh, token := startGitHubBump(t)
-	dir := bumpFixture(t, "fleet", reg.Host, nil)
+	sc := bumpScenario(t, reg.Host, "fleet", nil)
+	dir := sc.dir
 	testtree.Write(t, dir, map[string]string{"ferry.yaml": `notifications:
   providers: [{name: hook, type: generic, secretRef: {name: hook}}]
   alerts: [{name: prs, providerRef: {name: hook}, eventSources: [{kind: ImagePolicy, name: "*", namespace: flux-system}, {kind: ImagePolicy, name: "*", namespace: apps}]}]
 `})
-	local, _ := bareRemote(t, dir)
+	local, _ := bareRemote(sc)
 	local.PushHead(t, "origin", "main", gittest.Auth{})
 	env := githubBumpEnv(reg, gh, token)
 	env["FERRY_SECRET_HOOK_ADDRESS"] = hooks.URL + "/prs/s3cr3t"
@@ -494,9 +494,9 @@ func TestApplyCommitStatusesGitHub(t *testing.T) {
 	gh.AddRepo("acme", "fleet")
 
 	ns := cp.Namespace(t)
-	dir := t.TempDir()
-	r := gittest.Init(t, dir)
-	r.Write(t, "ferry.yaml", fmt.Sprintf(`targets:
+	r := newScenario(t)
+	dir := r.dir
+	r.write("ferry.yaml", fmt.Sprintf(`targets:
   - {name: ok, path: ok}
   - {name: bad, path: bad}
 notifications:
@@ -504,9 +504,9 @@ notifications:
   alerts: [{name: statuses, providerRef: {name: github}, eventSources: [{kind: Kustomization, name: "*"}]}]
 `, gh.URL))
 	for _, n := range []string{"ok", "bad"} {
-		r.Write(t, n+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-"+n+", namespace: "+ns+"}\ndata: {k: v}\n")
+		r.write(n+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-"+n+", namespace: "+ns+"}\ndata: {k: v}\n")
 	}
-	sha := r.Commit(t, "fleet")
+	sha := r.commit("fleet")
 
 	vars := map[string]string{"TEST_KUBECONFIG": string(cp.Require(t).Kubeconfig()), "FERRY_SECRET_GITHUB__TOKEN_TOKEN": token}
 	holdLease(t, ns, "bad")
@@ -550,9 +550,9 @@ func TestDiffNotifyCommitStatuses(t *testing.T) {
 	name := giteatest.Unique("fleet")
 	g.CreateRepo(t, bot, name)
 
-	dir := t.TempDir()
-	r := gittest.Init(t, dir)
-	r.Write(t, "ferry.yaml", fmt.Sprintf(`targets:
+	r := newScenario(t)
+	dir := r.dir
+	r.write("ferry.yaml", fmt.Sprintf(`targets:
   - {name: changed, path: changed}
   - {name: broken, path: broken}
   - {name: same, path: same}
@@ -561,14 +561,13 @@ notifications:
   alerts: [{name: statuses, providerRef: {name: gitea}, eventSources: [{kind: Kustomization, name: "*"}]}]
 `, g.URL, bot, name))
 	for _, n := range []string{"changed", "broken", "same"} {
-		r.Write(t, n+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-"+n+", namespace: apps}\ndata: {k: v}\n")
+		r.write(n+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-"+n+", namespace: apps}\ndata: {k: v}\n")
 	}
-	base := r.Commit(t, "base")
-	r.Write(t, "changed/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-changed, namespace: apps}\ndata: {k: v2}\n")
-	r.Write(t, "broken/kustomization.yaml", "resources: [missing.yaml]\n")
-	head := r.Commit(t, "change one, break one")
-	r.AddRemote(t, "gitea", g.CloneURL(bot, name))
-	r.PushHead(t, "gitea", "main", gittest.Auth{User: giteatest.AdminUser, Password: g.AdminToken})
+	base := r.commit("base")
+	r.write("changed/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-changed, namespace: apps}\ndata: {k: v2}\n")
+	r.write("broken/kustomization.yaml", "resources: [missing.yaml]\n")
+	head := r.commit("change one, break one")
+	r.push(g, bot, name, "main")
 
 	vars := map[string]string{"FERRY_SECRET_GITEA__TOKEN_TOKEN": token}
 	args := []string{"diff", "--repo", dir, "--base", base, "--head", head}

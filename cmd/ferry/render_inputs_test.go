@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/ferry-ci/ferry/internal/secrets/secretstest"
-	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
 // Plaintext secret values of the test repositories. They may appear in
@@ -24,48 +23,11 @@ var canaries = []string{
 	"canary-substitute-secret-c0de",
 }
 
-// testRepo is a repository written by a test, with SOPS files encrypted
-// for the repo's own throwaway key.
-type testRepo struct {
-	t   *testing.T
-	dir string
-	key secretstest.Key
-}
-
-func newTestRepo(t *testing.T) *testRepo {
-	t.Helper()
-	return &testRepo{t: t, dir: t.TempDir(), key: secretstest.NewKey(t)}
-}
-
-func (r *testRepo) write(path, content string) {
-	r.t.Helper()
-	testtree.Write(r.t, r.dir, map[string]string{path: content})
-}
-
-func (r *testRepo) read(path string) string {
-	r.t.Helper()
-	b, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(path)))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return string(b)
-}
-
-// encrypt writes plaintext encrypted for the repo's key.
-func (r *testRepo) encrypt(path, plaintext, encryptedRegex string) {
-	r.t.Helper()
-	r.write(path, string(secretstest.Encrypt(r.t, path, []byte(plaintext), encryptedRegex, r.key.Recipient)))
-}
-
-func (r *testRepo) vars() map[string]string {
-	return map[string]string{"SOPS_AGE_KEY": "# test key\n" + r.key.Identity + "\n"}
-}
-
 // newSecretRepo writes a one-target repository holding every kind of
 // encrypted input: a Secret manifest, and dotenv, JSON and binary sources
 // of a secretGenerator.
-func newSecretRepo(t *testing.T) *testRepo {
-	r := newTestRepo(t)
+func newSecretRepo(t *testing.T) *scenario {
+	r := newScenario(t)
 	r.write("ferry.yaml", "targets:\n  - name: app\n    path: app\n")
 	r.write("app/kustomization.yaml", `resources:
   - deployment.yaml
@@ -113,7 +75,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	record := func(name string, r result, renderStdout bool) {
 		outputs = append(outputs, printed{r.stdout, r.stderr, renderStdout, name})
 	}
-	var repos []*testRepo
+	var repos []*scenario
 
 	t.Run("decrypts what the test encrypted", func(t *testing.T) {
 		r := newSecretRepo(t)
@@ -279,14 +241,14 @@ func TestSecretsNeverLeak(t *testing.T) {
 
 type badInput struct {
 	name  string
-	setup func(r *testRepo) map[string]string // returns env vars to use instead, or nil
+	setup func(r *scenario) map[string]string // returns env vars to use instead, or nil
 	args  []string
 	want  []string // substrings of the error
 }
 
 func badInputs() []badInput {
-	tamper := func(path string, re *regexp.Regexp) func(r *testRepo) map[string]string {
-		return func(r *testRepo) map[string]string {
+	tamper := func(path string, re *regexp.Regexp) func(r *scenario) map[string]string {
+		return func(r *scenario) map[string]string {
 			content := r.read(path)
 			changed := re.ReplaceAllStringFunc(content, func(m string) string {
 				last := m[len(m)-1]
@@ -305,7 +267,7 @@ func badInputs() []badInput {
 	return []badInput{
 		{
 			name: "invalid YAML",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				r.write("app/deployment.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web\n  spec: [\n")
 				return nil
 			},
@@ -313,7 +275,7 @@ func badInputs() []badInput {
 		},
 		{
 			name: "resource file that does not exist",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				r.write("app/kustomization.yaml", "resources:\n  - deployment.yaml\n  - missing.yaml\n")
 				return nil
 			},
@@ -321,7 +283,7 @@ func badInputs() []badInput {
 		},
 		{
 			name: "resource path escaping the root",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				r.write("app/kustomization.yaml", "resources:\n  - ../../etc/passwd\n")
 				return nil
 			},
@@ -329,7 +291,7 @@ func badInputs() []badInput {
 		},
 		{
 			name: "symlink escaping the root",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				outside := filepath.Join(filepath.Dir(r.dir), filepath.Base(r.dir)+"-outside.yaml")
 				if err := os.WriteFile(outside, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stolen}\n"), 0o644); err != nil {
 					panic(err)
@@ -344,7 +306,7 @@ func badInputs() []badInput {
 		},
 		{
 			name: "target path symlink escaping the root",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				if err := os.Symlink("/etc", filepath.Join(r.dir, "etc")); err != nil {
 					panic(err)
 				}
@@ -355,7 +317,7 @@ func badInputs() []badInput {
 		},
 		{
 			name: "target path outside the repository",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				r.write("ferry.yaml", "targets:\n  - name: app\n    path: ../../etc\n")
 				return nil
 			},
@@ -363,7 +325,7 @@ func badInputs() []badInput {
 		},
 		{
 			name: "remote base with remote bases off",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				r.write("app/kustomization.yaml", "resources:\n  - deployment.yaml\n  - https://github.com/kubernetes-sigs/kustomize//examples/helloWorld?ref=v5.0.0\n")
 				return nil
 			},
@@ -371,7 +333,7 @@ func badInputs() []badInput {
 		},
 		{
 			name: "duplicate object ids in one target",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				r.write("app/again.yaml", r.read("app/deployment.yaml"))
 				r.write("app/kustomization.yaml", "resources:\n  - deployment.yaml\n  - again.yaml\n")
 				return nil
@@ -380,12 +342,12 @@ func badInputs() []badInput {
 		},
 		{
 			name:  "encrypted file and no key",
-			setup: func(r *testRepo) map[string]string { return map[string]string{} },
+			setup: func(r *scenario) map[string]string { return map[string]string{} },
 			want:  []string{`target "app"`, "app/", "no age identity was given"},
 		},
 		{
 			name: "wrong key",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				other := secretstest.NewKey(r.t)
 				return map[string]string{"SOPS_AGE_KEY": other.Identity}
 			},
@@ -403,7 +365,7 @@ func badInputs() []badInput {
 		},
 		{
 			name: "plaintext field changed under the MAC",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				r.write("app/secret.yaml", strings.Replace(r.read("app/secret.yaml"), "name: db", "name: db2", 1))
 				return nil
 			},
@@ -411,14 +373,14 @@ func badInputs() []badInput {
 		},
 		{
 			name: "malformed age key",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				return map[string]string{"SOPS_AGE_KEY": r.key.Identity[:30]}
 			},
 			want: []string{"age identities", "malformed"},
 		},
 		{
 			name: "dependsOn cycle",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				r.write("ferry.yaml", "targets:\n  - name: a\n    path: app\n    dependsOn: [b]\n  - name: b\n    path: app\n    dependsOn: [a]\n")
 				return nil
 			},
@@ -426,7 +388,7 @@ func badInputs() []badInput {
 		},
 		{
 			name: "substituteFrom variable with a name Flux refuses",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				r.write("ferry.yaml", "targets:\n  - name: app\n    path: app\n    postBuild:\n      substitute:\n        bad-name: x\n")
 				return nil
 			},
@@ -439,7 +401,7 @@ func badInputs() []badInput {
 		},
 		{
 			name: "target path that does not exist",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				r.write("ferry.yaml", "targets:\n  - name: app\n    path: apps/gone\n")
 				return nil
 			},
@@ -447,7 +409,7 @@ func badInputs() []badInput {
 		},
 		{
 			name: "unknown field in ferry.yaml",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				r.write("ferry.yaml", "targets:\n  - name: app\n    pth: app\n")
 				return nil
 			},
@@ -455,7 +417,7 @@ func badInputs() []badInput {
 		},
 		{
 			name: "invalid Flux object",
-			setup: func(r *testRepo) map[string]string {
+			setup: func(r *scenario) map[string]string {
 				if err := os.Remove(filepath.Join(r.dir, "ferry.yaml")); err != nil {
 					panic(err)
 				}

@@ -8,7 +8,7 @@ import (
 // A line of render --list is one target, whatever its path or origin
 // hold.
 func TestRenderListRowsCannotBeForged(t *testing.T) {
-	r := newTestRepo(t)
+	r := newScenario(t)
 	r.write("ferry.yaml", "targets:\n  - name: app\n    path: \"app\\nevil\\tapps\\ttrue\"\n")
 	res := ferry(t, nil, "render", "--list", "--repo", r.dir)
 	if res.code != 0 {

@@ -14,12 +14,12 @@ import (
 func TestRenderOutputStaysInItsFolder(t *testing.T) {
 	tests := []struct {
 		name  string
-		setup func(t *testing.T, r *testRepo, out, outside string)
+		setup func(t *testing.T, r *scenario, out, outside string)
 		want  []string // parts of stderr
 	}{
 		{
 			name: "a link where the Secret goes",
-			setup: func(t *testing.T, r *testRepo, out, outside string) {
+			setup: func(t *testing.T, r *scenario, out, outside string) {
 				mkdir(t, filepath.Join(out, "app"))
 				symlink(t, filepath.Join(outside, "stolen.yaml"), filepath.Join(out, "app", "secret_db.yaml"))
 			},
@@ -27,7 +27,7 @@ func TestRenderOutputStaysInItsFolder(t *testing.T) {
 		},
 		{
 			name: "the target's folder is a link",
-			setup: func(t *testing.T, r *testRepo, out, outside string) {
+			setup: func(t *testing.T, r *scenario, out, outside string) {
 				mkdir(t, out)
 				symlink(t, outside, filepath.Join(out, "app"))
 			},
@@ -35,14 +35,14 @@ func TestRenderOutputStaysInItsFolder(t *testing.T) {
 		},
 		{
 			name: "the output folder is a link",
-			setup: func(t *testing.T, r *testRepo, out, outside string) {
+			setup: func(t *testing.T, r *scenario, out, outside string) {
 				symlink(t, outside, out)
 			},
 			want: []string{"-o ", "out is a symlink"},
 		},
 		{
 			name: "a target name that climbs out",
-			setup: func(t *testing.T, r *testRepo, out, outside string) {
+			setup: func(t *testing.T, r *scenario, out, outside string) {
 				r.write("ferry.yaml", "targets:\n  - name: ../outside\n    path: app\n")
 			},
 			want: []string{`ferry.yaml: targets[0]: name "../outside"`},
@@ -137,7 +137,7 @@ func listFiles(t *testing.T, dir string) []string {
 // writes its file once, holding the hook with both phases (it used to
 // hold only the post copy, written over the pre one).
 func TestRenderOutputHookOfBothPhases(t *testing.T) {
-	r := newTestRepo(t)
+	r := newScenario(t)
 	r.write("ferry.yaml", "targets:\n  - name: app\n    path: app\n")
 	r.write("app/kustomization.yaml", "resources: [release.yaml]\n")
 	r.write("app/release.yaml", `apiVersion: helm.toolkit.fluxcd.io/v2

@@ -9,15 +9,10 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 )
 
-// WebChart is a small chart as files for testtree, each path prefixed
-// with prefix: a Deployment, a ConfigMap of its values, a cluster-scoped
-// ClusterRole, a pre-install hook Job, a post-install hook ConfigMap,
-// and a test hook Pod that is never part of a target.
-func WebChart(prefix string) map[string]string {
-	return map[string]string{
-		prefix + "Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.0.0\n",
-		prefix + "values.yaml": "replicas: 1\nimage: {repository: nginx, tag: \"1.27\"}\ngreeting: hello\nteam: none\n",
-		prefix + "templates/deployment.yaml": `apiVersion: apps/v1
+// Deployment is the template of a chart's Deployment named after the
+// release: .Values.replicas pods running
+// .Values.image.repository:.Values.image.tag.
+const Deployment = `apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: {{ .Release.Name }}
@@ -30,7 +25,17 @@ spec:
       containers:
         - name: web
           image: {{ .Values.image.repository }}:{{ .Values.image.tag }}
-`,
+`
+
+// WebChart is a small chart as files for testtree, each path prefixed
+// with prefix: a Deployment, a ConfigMap of its values, a cluster-scoped
+// ClusterRole, a pre-install hook Job, a post-install hook ConfigMap,
+// and a test hook Pod that is never part of a target.
+func WebChart(prefix string) map[string]string {
+	return map[string]string{
+		prefix + "Chart.yaml":                "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		prefix + "values.yaml":               "replicas: 1\nimage: {repository: nginx, tag: \"1.27\"}\ngreeting: hello\nteam: none\n",
+		prefix + "templates/deployment.yaml": Deployment,
 		prefix + "templates/config.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -76,49 +81,53 @@ spec:
 }
 
 // FluxFleet is a one-cluster Flux repository as files for testtree: the
-// cluster folder clusters/<cluster>/ holds the flux-system sync (the
-// repository's GitRepository and the Kustomization of that folder) and
-// a Kustomization named target, pruning, whose path is the folder target
-// of the repository holding files (paths relative to it).
+// cluster folder clusters/<cluster>/ holds the flux-system sync
+// (FluxSync) and a Kustomization named target, pruning, whose path is the
+// folder target of the repository holding files (paths relative to it).
 func FluxFleet(cluster, target string, files map[string]string) map[string]string {
 	out := map[string]string{
-		"clusters/" + cluster + "/flux-system/gotk-sync.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+		"clusters/" + cluster + "/flux-system/gotk-sync.yaml": FluxSync(cluster, "https://example.test/fleet"),
+		"clusters/" + cluster + "/" + target + ".yaml":        FluxKustomization(target, "./"+target, ""),
+	}
+	for k, v := range files {
+		out[target+"/"+k] = v
+	}
+	return out
+}
+
+// FluxSync is clusters/<cluster>/flux-system/gotk-sync.yaml as `flux
+// bootstrap` writes it: the GitRepository flux-system of url on branch
+// main, and the Kustomization flux-system that syncs ./clusters/<cluster>
+// from it.
+func FluxSync(cluster, url string) string {
+	return `apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata:
   name: flux-system
   namespace: flux-system
 spec:
   interval: 1m
-  url: https://example.test/fleet
+  url: ` + url + `
   ref: {branch: main}
 ---
-apiVersion: kustomize.toolkit.fluxcd.io/v1
+` + FluxKustomization("flux-system", "./clusters/"+cluster, "")
+}
+
+// FluxKustomization is the Flux Kustomization name in flux-system of
+// path in the GitRepository flux-system, pruning, with the spec lines of
+// extra (each indented by two spaces) added.
+func FluxKustomization(name, path, extra string) string {
+	return `apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata:
-  name: flux-system
+  name: ` + name + `
   namespace: flux-system
 spec:
   interval: 10m
-  path: ./clusters/` + cluster + `
+  path: ` + path + `
   prune: true
   sourceRef: {kind: GitRepository, name: flux-system}
-`,
-		"clusters/" + cluster + "/" + target + ".yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: ` + target + `
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./` + target + `
-  prune: true
-  sourceRef: {kind: GitRepository, name: flux-system}
-`,
-	}
-	for k, v := range files {
-		out[target+"/"+k] = v
-	}
-	return out
+` + extra
 }
 
 // Oversized is a chart archive of name and version that is small but
