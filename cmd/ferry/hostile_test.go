@@ -312,9 +312,11 @@ func TestHostileInputs(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, args...)
+			// Inputs built to exhaust the runner fail within a bounded
+			// peak resident set, measured by a fresh parent (peakRSSVar).
+			cmd, peak := measuredCommand(ctx, t, bin, args...)
 			cmd.Dir = c.dir
-			cmd.Env = env
+			cmd.Env = append(env, peakRSSVar+"=1")
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
@@ -325,10 +327,8 @@ func TestHostileInputs(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			// Inputs built to exhaust the runner fail within a bounded
-			// peak resident set (Linux reports Maxrss in KiB).
-			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && (hc.class == "exhaust" || hc.class == "budget") && ru.Maxrss > maxExhaustRSSKiB {
-				t.Errorf("peak RSS %d MiB, want under %d MiB", ru.Maxrss>>10, maxExhaustRSSKiB>>10)
+			if kib := peak(); (hc.class == "exhaust" || hc.class == "budget") && kib > maxExhaustRSSKiB {
+				t.Errorf("peak RSS %d MiB, want under %d MiB", kib>>10, maxExhaustRSSKiB>>10)
 			}
 			want := exitError
 			if hc.succeeds {
