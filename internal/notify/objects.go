@@ -163,16 +163,33 @@ func objectID(u *unstructured.Unstructured) string {
 	return u.GetKind() + "/" + namespaceOf(u) + "/" + u.GetName()
 }
 
+// fields reads the fields of a notification object, keeping the error
+// of each field that holds another type.
+type fields struct {
+	u    *unstructured.Unstructured
+	errs []error
+}
+
+func (f *fields) str(field ...string) string {
+	v, _, err := unstructured.NestedString(f.u.Object, field...)
+	if err != nil {
+		f.errs = append(f.errs, err)
+	}
+	return v
+}
+
+func (f *fields) strs(field ...string) []string {
+	v, _, err := unstructured.NestedStringSlice(f.u.Object, field...)
+	if err != nil {
+		f.errs = append(f.errs, err)
+	}
+	return v
+}
+
 func providerFrom(u *unstructured.Unstructured) (Provider, error) {
 	p := Provider{Name: u.GetName(), Namespace: namespaceOf(u)}
-	var errs []error
-	str := func(field ...string) string {
-		v, _, err := unstructured.NestedString(u.Object, field...)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return v
-	}
+	f := &fields{u: u}
+	str := f.str
 	p.Type = str("spec", "type")
 	p.Address = strings.TrimSpace(str("spec", "address"))
 	p.Channel = str("spec", "channel")
@@ -184,19 +201,19 @@ func providerFrom(u *unstructured.Unstructured) (Provider, error) {
 	if t := str("spec", "timeout"); t != "" {
 		d, err := time.ParseDuration(t)
 		if err != nil || !timeoutPattern.MatchString(t) {
-			errs = append(errs, fmt.Errorf("spec.timeout %q is not a duration such as 30s or 1m", t))
+			f.errs = append(f.errs, fmt.Errorf("spec.timeout %q is not a duration such as 30s or 1m", t))
 		}
 		p.Timeout = d
 	}
 	suspend, _, err := unstructured.NestedBool(u.Object, "spec", "suspend")
 	if err != nil {
-		errs = append(errs, err)
+		f.errs = append(f.errs, err)
 	}
 	p.Suspend = suspend
 	if p.Type == "" {
-		errs = append(errs, errors.New("spec.type is required"))
+		f.errs = append(f.errs, errors.New("spec.type is required"))
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(f.errs...); err != nil {
 		return p, fmt.Errorf("%s: %w", objectID(u), err)
 	}
 	return p, nil
@@ -204,21 +221,8 @@ func providerFrom(u *unstructured.Unstructured) (Provider, error) {
 
 func alertFrom(u *unstructured.Unstructured) (Alert, error) {
 	a := Alert{Name: u.GetName(), Namespace: namespaceOf(u)}
-	var errs []error
-	str := func(field ...string) string {
-		v, _, err := unstructured.NestedString(u.Object, field...)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return v
-	}
-	strs := func(field ...string) []string {
-		v, _, err := unstructured.NestedStringSlice(u.Object, field...)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return v
-	}
+	f := &fields{u: u}
+	str, strs := f.str, f.strs
 	a.ProviderRef = str("spec", "providerRef", "name")
 	a.EventSeverity = str("spec", "eventSeverity")
 	if a.EventSeverity == "" {
@@ -229,22 +233,22 @@ func alertFrom(u *unstructured.Unstructured) (Alert, error) {
 	a.Summary = str("spec", "summary")
 	md, _, err := unstructured.NestedStringMap(u.Object, "spec", "eventMetadata")
 	if err != nil {
-		errs = append(errs, err)
+		f.errs = append(f.errs, err)
 	}
 	a.EventMetadata = md
 	suspend, _, err := unstructured.NestedBool(u.Object, "spec", "suspend")
 	if err != nil {
-		errs = append(errs, err)
+		f.errs = append(f.errs, err)
 	}
 	a.Suspend = suspend
 	sources, _, err := unstructured.NestedSlice(u.Object, "spec", "eventSources")
 	if err != nil {
-		errs = append(errs, err)
+		f.errs = append(f.errs, err)
 	}
 	for i, s := range sources {
 		m, ok := s.(map[string]any)
 		if !ok {
-			errs = append(errs, fmt.Errorf("spec.eventSources[%d] is not an object", i))
+			f.errs = append(f.errs, fmt.Errorf("spec.eventSources[%d] is not an object", i))
 			continue
 		}
 		src := EventSource{}
@@ -253,7 +257,7 @@ func alertFrom(u *unstructured.Unstructured) (Alert, error) {
 		src.Namespace, _, _ = unstructured.NestedString(m, "namespace")
 		labels, _, err := unstructured.NestedStringMap(m, "matchLabels")
 		if err != nil {
-			errs = append(errs, fmt.Errorf("spec.eventSources[%d].matchLabels: %w", i, err))
+			f.errs = append(f.errs, fmt.Errorf("spec.eventSources[%d].matchLabels: %w", i, err))
 		}
 		src.MatchLabels = labels
 		if src.Namespace == "" {
@@ -261,7 +265,7 @@ func alertFrom(u *unstructured.Unstructured) (Alert, error) {
 		}
 		a.EventSources = append(a.EventSources, src)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(f.errs...); err != nil {
 		return a, fmt.Errorf("%s: %w", objectID(u), err)
 	}
 	return a, nil

@@ -691,24 +691,3 @@ func (b *Builds) Put(key string, res *Result) {
 	b.kept[key] = res
 	b.endClaim(key)
 }
-
-// Notes say what the render left out or did not expand, one line each
-// naming the target; the last, when there is one, is a warning
-// (WithoutNote): the render went without objects only a cluster holds.
-func (r *Result) Notes() (notes []string, warning string) {
-	for _, id := range r.Omitted {
-		notes = append(notes, fmt.Sprintf("target %q: left out encrypted %s (--no-decrypt)", r.Name, id))
-	}
-	for _, rel := range r.Releases {
-		if rel.Skipped != "" {
-			notes = append(notes, fmt.Sprintf("target %q: %s not rendered: %s", r.Name, rel.ID, rel.Skipped))
-		}
-	}
-	for _, sk := range r.Skipped {
-		notes = append(notes, fmt.Sprintf("target %q: %s not rendered: %s", r.Name, sk.ID, sk.Reason))
-	}
-	if note := WithoutNote(r.Without, r.Unresolved); note != "" {
-		warning = fmt.Sprintf("target %q: %s", r.Name, note)
-	}
-	return notes, warning
-}
