@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,7 +32,11 @@ func (c *clusterFlags) client(e *env, t *config.Target) (*kube.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.clients.Get(opts)
+	client, err := c.clients.Get(opts)
+	if err != nil && t.Access.Keyless() {
+		return nil, fmt.Errorf("cluster %s: %w", t.Cluster, err)
+	}
+	return client, err
 }
 
 // readFromClusters has repo read the substituteFrom sources no render

@@ -236,7 +236,7 @@ func (d *discovery) add(ctx context.Context, cluster string, ks *unstructured.Un
 	}
 	if r.File != nil {
 		if c, ok := r.File.Clusters[cluster]; ok {
-			t.useCluster(c)
+			t.useCluster(c, r.Root)
 		}
 	}
 	d.byKey[key] = t

@@ -145,6 +145,13 @@ type ClusterConfig struct {
 	KubeconfigEnv string `json:"kubeconfigEnv,omitempty" yaml:"kubeconfigEnv,omitempty"`
 	// Context is the kubeconfig context to use.
 	Context string `json:"context,omitempty" yaml:"context,omitempty"`
+	// Server, CertificateAuthority (a PEM file of the repository) or
+	// CertificateAuthorityData (PEM) and Auth reach the cluster without a
+	// kubeconfig, as the CI job's own identity (see ClusterAuth).
+	Server                   string       `json:"server,omitempty" yaml:"server,omitempty"`
+	CertificateAuthority     string       `json:"certificateAuthority,omitempty" yaml:"certificateAuthority,omitempty"`
+	CertificateAuthorityData string       `json:"certificateAuthorityData,omitempty" yaml:"certificateAuthorityData,omitempty"`
+	Auth                     *ClusterAuth `json:"auth,omitempty" yaml:"auth,omitempty"`
 	// HelmReleases says who installs the cluster's Flux HelmReleases:
 	// HelmRender (the default) has ferry render each into the objects of
 	// its chart, as part of its target; HelmController leaves them, and
@@ -560,6 +567,9 @@ func cleanYAMLError(err error) string {
 
 // check validates the cluster's Helm settings.
 func (c ClusterConfig) check() error {
+	if err := c.checkAccess(); err != nil {
+		return err
+	}
 	if err := c.HelmReleases.Check(); err != nil {
 		return fmt.Errorf("helmReleases: %w", err)
 	}

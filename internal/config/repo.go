@@ -42,6 +42,9 @@ type Target struct {
 	Kubeconfig    string
 	KubeconfigEnv string
 	Context       string
+	// Access reaches the cluster without a kubeconfig (ferry.yaml's
+	// server and auth), zero otherwise.
+	Access Access
 	// HelmReleases is the cluster's helmReleases setting: HelmRender
 	// (also when empty) expands the HelmReleases of the target's render
 	// into their charts' objects; HelmController leaves them as objects.
@@ -355,7 +358,7 @@ func (r *Repo) fromFile() error {
 		}
 		t.fillFromSpec()
 		if c, ok := r.File.Clusters[tc.Cluster]; ok && tc.Cluster != "" {
-			t.useCluster(c)
+			t.useCluster(c, r.Root)
 		}
 		r.Targets = append(r.Targets, t)
 	}
@@ -370,9 +373,10 @@ func (t *Target) fillFromSpec() {
 	t.TargetNamespace, _, _ = unstructured.NestedString(o, "spec", "targetNamespace")
 }
 
-func (t *Target) useCluster(c ClusterConfig) {
+func (t *Target) useCluster(c ClusterConfig, root string) {
 	if t.Kubeconfig == "" && t.KubeconfigEnv == "" {
 		t.Kubeconfig, t.KubeconfigEnv = c.Kubeconfig, c.KubeconfigEnv
+		t.Access = c.access(root)
 	}
 	if t.Context == "" {
 		t.Context = c.Context

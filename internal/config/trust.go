@@ -118,9 +118,9 @@ func (r *Repo) trustAccess() {
 		byName[t.Name] = t
 	}
 	for _, t := range r.Targets {
-		t.Kubeconfig, t.KubeconfigEnv, t.Context = "", "", ""
+		t.Kubeconfig, t.KubeconfigEnv, t.Context, t.Access = "", "", "", Access{}
 		if bt := byName[t.Name]; bt != nil {
-			t.Kubeconfig, t.KubeconfigEnv, t.Context = bt.Kubeconfig, bt.KubeconfigEnv, bt.Context
+			t.Kubeconfig, t.KubeconfigEnv, t.Context, t.Access = bt.Kubeconfig, bt.KubeconfigEnv, bt.Context, bt.Access
 			if bt.Kubeconfig != "" && !filepath.IsAbs(bt.Kubeconfig) {
 				t.Kubeconfig = filepath.Join(bt.Root, bt.Kubeconfig)
 			}
@@ -131,6 +131,7 @@ func (r *Repo) trustAccess() {
 		}
 		if c, ok := r.trusted.File.Clusters[t.Cluster]; ok && t.Cluster != "" {
 			t.Kubeconfig, t.KubeconfigEnv, t.Context = c.Kubeconfig, c.KubeconfigEnv, c.Context
+			t.Access = c.access(r.trusted.Root)
 			if c.Kubeconfig != "" && !filepath.IsAbs(c.Kubeconfig) {
 				t.Kubeconfig = filepath.Join(r.trusted.Root, c.Kubeconfig)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,12 @@ type ClientOptions struct {
 	KubeconfigData []byte
 	// Context is the kubeconfig context to use; "" means its current one.
 	Context string
+	// Server, CAData and Token reach a cluster without a kubeconfig: its
+	// API server, the PEM of the CAs its certificate chains to, and the
+	// bearer tokens to present, asked for again before each expires.
+	Server string
+	CAData []byte
+	Token  TokenSource
 	// QPS and Burst bound the client's request rate. 0 (the default)
 	// means no client-side throttling: every operation bounds its requests
 	// in flight (Concurrency), and the API server's Priority and Fairness
@@ -69,6 +76,9 @@ type Client struct {
 // NewClient builds a client from kubeconfig content or a kubeconfig path.
 // Nothing is contacted yet.
 func NewClient(opts ClientOptions) (*Client, error) {
+	if opts.Server != "" {
+		return newTokenClient(opts)
+	}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: opts.Context}
 	var cc clientcmd.ClientConfig
 	switch {
@@ -82,6 +92,9 @@ func NewClient(opts ClientOptions) (*Client, error) {
 		cc = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: opts.Kubeconfig}, overrides)
 	default:
 		return nil, errors.New("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or give kubeconfig content")
+	}
+	if err := checkExecPlugin(cc, opts.Context); err != nil {
+		return nil, fmt.Errorf("kubeconfig%s: %w", where(opts), err)
 	}
 	cfg, err := cc.ClientConfig()
 	if err != nil {
@@ -180,4 +193,29 @@ func (c *Client) GetCore(ctx context.Context, kind, namespace, name string) (*un
 		return nil, fmt.Errorf("%s/%s/%s: %w", kind, namespace, name, err)
 	}
 	return u, nil
+}
+
+// checkExecPlugin refuses a kubeconfig whose user gets credentials from an
+// exec plugin that is not on PATH (aws, gke-gcloud-auth-plugin, kubelogin:
+// ferry's image has none), naming the plugin and what to use instead.
+func checkExecPlugin(cc clientcmd.ClientConfig, context string) error {
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return nil // ClientConfig reports it
+	}
+	if context == "" {
+		context = raw.CurrentContext
+	}
+	c, ok := raw.Contexts[context]
+	if !ok {
+		return nil
+	}
+	user, ok := raw.AuthInfos[c.AuthInfo]
+	if !ok || user.Exec == nil {
+		return nil
+	}
+	if _, err := exec.LookPath(user.Exec.Command); err != nil {
+		return fmt.Errorf("user %q gets its credentials from the exec plugin %s, which this runner does not have (ferry's image runs no plugins): reach the cluster as the job's own identity with clusters.<name>.server and auth (oidc) in ferry.yaml instead", c.AuthInfo, user.Exec.Command)
+	}
+	return nil
 }

@@ -15,7 +15,7 @@ type Clients struct {
 
 // Get returns the client of opts, built the first time (see NewClient).
 func (cs *Clients) Get(opts ClientOptions) (*Client, error) {
-	key := strings.Join([]string{opts.Kubeconfig, string(opts.KubeconfigData), opts.Context}, "\x00")
+	key := strings.Join([]string{opts.Kubeconfig, string(opts.KubeconfigData), opts.Context, opts.Server}, "\x00")
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if c, ok := cs.m[key]; ok {

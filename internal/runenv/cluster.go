@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/kube"
 )
@@ -22,6 +23,9 @@ type Cluster struct {
 // settings first, then c, then $KUBECONFIG, then ~/.kube/config. The
 // kubeconfig's tokens, keys and passwords are hidden from then on.
 func (e *Env) ClusterOptions(t *config.Target, c Cluster) (kube.ClientOptions, error) {
+	if t.Access.Keyless() {
+		return e.keyless(t)
+	}
 	opts := kube.ClientOptions{Context: c.Context}
 	if t.Context != "" {
 		opts.Context = t.Context
@@ -52,5 +56,26 @@ func (e *Env) ClusterOptions(t *config.Target, c Cluster) (kube.ClientOptions, e
 		}
 	}
 	e.hideKubeconfig(opts.KubeconfigData, opts.Kubeconfig)
+	return opts, nil
+}
+
+// keyless are the client options of a target whose cluster ferry.yaml
+// reaches by server and auth: the job's OIDC tokens for the audience,
+// each hidden as it is received.
+func (e *Env) keyless(t *config.Target) (kube.ClientOptions, error) {
+	a := t.Access
+	opts := kube.ClientOptions{Server: a.Server, CAData: a.CAData}
+	if a.CAFile != "" {
+		b, err := os.ReadFile(a.CAFile)
+		if err != nil {
+			return opts, fmt.Errorf("cluster %s: certificateAuthority: %w", t.Cluster, err)
+		}
+		opts.CAData = b
+	}
+	ts, err := actions.NewIDTokens(e.getenv, a.Audience, e.Hide)
+	if err != nil {
+		return opts, fmt.Errorf("cluster %s: %w", t.Cluster, err)
+	}
+	opts.Token = ts
 	return opts, nil
 }

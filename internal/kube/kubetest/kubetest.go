@@ -100,6 +100,9 @@ type ControlPlane struct {
 	apiStarts int
 	stopped   bool
 
+	// apiArgs are more kube-apiserver flags (Options.APIServerArgs).
+	apiArgs []string
+
 	clientOnce sync.Once
 	client     kubernetes.Interface
 	clientErr  error
@@ -115,8 +118,21 @@ type ControlPlane struct {
 // log.
 func Start(tb testing.TB) *ControlPlane {
 	tb.Helper()
+	return StartWith(tb, Options{})
+}
+
+// Options change the plane a test starts on its own.
+type Options struct {
+	// APIServerArgs are more kube-apiserver flags, after kubetest's own
+	// (--authentication-config=FILE, say).
+	APIServerArgs []string
+}
+
+// StartWith is Start with opts.
+func StartWith(tb testing.TB, opts Options) *ControlPlane {
+	tb.Helper()
 	begin := time.Now()
-	cp, err := start()
+	cp, err := start(opts)
 	if err != nil {
 		var me *missingError
 		if errors.As(err, &me) && os.Getenv("CI") == "" {
@@ -162,7 +178,7 @@ func Run(m *testing.M, cp **ControlPlane) int {
 		flag.Parse() // for testing.Verbose
 	}
 	begin := time.Now()
-	p, err := start()
+	p, err := start(Options{})
 	if err != nil {
 		var me *missingError
 		if errors.As(err, &me) && os.Getenv("CI") == "" {
@@ -207,6 +223,9 @@ func (cp *ControlPlane) RESTConfig() *rest.Config {
 		QPS:             -1,
 	}
 }
+
+// CA is the PEM of the CA that signs the API server's certificate.
+func (cp *ControlPlane) CA() []byte { return append([]byte(nil), cp.pki.caPEM...) }
 
 // KubeconfigPath is a kubeconfig file (mode 0600) with one context, cluster
 // and user, all named "test", the current context. It holds the same
@@ -379,19 +398,19 @@ func checkBinaries(dir string) error {
 
 // Launch starts a plane outside a test (benchmarks, the README's demo):
 // the caller must Stop it. Its errors start with "kubetest: ".
-func Launch() (*ControlPlane, error) { return start() }
+func Launch() (*ControlPlane, error) { return start(Options{}) }
 
 // start brings up a plane without a testing.TB. Its errors start with
 // "kubetest: ".
-func start() (*ControlPlane, error) {
-	cp, err := startPlane()
+func start(opts Options) (*ControlPlane, error) {
+	cp, err := startPlane(opts)
 	if err != nil && !strings.HasPrefix(err.Error(), "kubetest: ") {
 		err = fmt.Errorf("kubetest: %w", err)
 	}
 	return cp, err
 }
 
-func startPlane() (_ *ControlPlane, err error) {
+func startPlane(opts Options) (_ *ControlPlane, err error) {
 	bin, err := findBinDir()
 	if err != nil {
 		return nil, err
@@ -404,7 +423,7 @@ func startPlane() (_ *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{binDir: bin, dir: dir, token: randomHex(24), etcdName: "kubetest-" + randomHex(8)}
+	cp := &ControlPlane{binDir: bin, dir: dir, token: randomHex(24), etcdName: "kubetest-" + randomHex(8), apiArgs: opts.APIServerArgs}
 	defer func() {
 		if err != nil {
 			cp.Stop()
@@ -527,6 +546,7 @@ func (cp *ControlPlane) startAPIServer() error {
 		"--allow-privileged=true",
 		"--disable-admission-plugins=ServiceAccount",
 	}
+	args = append(args, cp.apiArgs...)
 	cp.apiStarts++
 	logPath := filepath.Join(cp.dir, fmt.Sprintf("kube-apiserver-%d.log", cp.apiStarts))
 	p, err := startProc("kube-apiserver", filepath.Join(cp.binDir, "kube-apiserver"), args, cp.dir, logPath)
