@@ -28,7 +28,8 @@ const tokenEarly = 20 * time.Second
 // newTokenClient is the client of opts.Server presenting opts.Token's
 // tokens, each reused until tokenEarly before it expires. The server is
 // asked who it takes the token for first (a SelfSubjectReview), so a
-// refused token fails here, naming the identity presented.
+// refused token fails here, naming the identity presented, before
+// anything is read or written.
 func newTokenClient(opts ClientOptions) (*Client, error) {
 	if opts.Token == nil {
 		return nil, fmt.Errorf("cluster %s: no credentials", opts.Server)
@@ -46,10 +47,12 @@ func newTokenClient(opts ClientOptions) (*Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err = c.clientset.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	// Forbidden and NotFound (a server before 1.28) took the token: only
+	// a refusal to authenticate it is an error here.
 	switch {
 	case apierrors.IsUnauthorized(err):
 		return nil, fmt.Errorf("the API server %s refused %s: check the issuer's claim rules and the audience the server accepts", opts.Server, opts.Token.Identity())
-	case err != nil && !apierrors.IsForbidden(err):
+	case err != nil && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("the API server %s with %s: %w", opts.Server, opts.Token.Identity(), err)
 	}
 	return c, nil
