@@ -163,7 +163,7 @@ func (o *applyOptions) fleet(ctx context.Context, e *env, repo *config.Repo, tar
 	var clientErrs []error
 	for i, t := range targets {
 		var err error
-		if clients[i], err = o.cluster.client(e, t); err != nil {
+		if clients[i], err = o.cluster.client(ctx, e, t); err != nil {
 			clientErrs = append(clientErrs, fmt.Errorf("target %q: %w", t.Name, err))
 		}
 	}

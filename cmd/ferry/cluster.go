@@ -27,8 +27,8 @@ func (c *clusterFlags) register(f *pflag.FlagSet) {
 
 // client returns the cluster client of a target (runenv.Env.ClusterOptions),
 // built once per cluster and shared by the run's targets of that cluster.
-func (c *clusterFlags) client(e *env, t *config.Target) (*kube.Client, error) {
-	opts, err := e.ClusterOptions(t, c.Cluster)
+func (c *clusterFlags) client(ctx context.Context, e *env, t *config.Target) (*kube.Client, error) {
+	opts, err := e.ClusterOptions(ctx, t, c.Cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (c *clusterFlags) readFromClusters(e *env, repo *config.Repo) {
 // clusterReader reads a ConfigMap or Secret from a target's cluster.
 func (c *clusterFlags) clusterReader(e *env) config.ClusterReader {
 	return func(ctx context.Context, t *config.Target, kind, namespace, name string) (*unstructured.Unstructured, error) {
-		cl, err := c.client(e, t)
+		cl, err := c.client(ctx, e, t)
 		if err != nil {
 			return nil, err
 		}

@@ -82,7 +82,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	dopts.Mask = e.Masker
 	dopts.ShowAllMetadata = o.showAllMetadata
 	if o.live {
-		dopts.Live = diff.LiveCompare(func(t *config.Target) (*kube.Client, error) { return o.cluster.client(e, t) }, o.inventoryNS, e.Masker)
+		dopts.Live = diff.LiveCompare(func(t *config.Target) (*kube.Client, error) { return o.cluster.client(ctx, e, t) }, o.inventoryNS, e.Masker)
 		dopts.ReadCluster = o.cluster.clusterReader(e)
 	}
 	if o.notifyOn {

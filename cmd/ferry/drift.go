@@ -85,7 +85,7 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 		return err
 	}
 	checks, byName := driftTargets(ctx, repo, targets)
-	connect := func(name string) (*kube.Client, error) { return o.cluster.client(e, byName[name]) }
+	connect := func(name string) (*kube.Client, error) { return o.cluster.client(ctx, e, byName[name]) }
 	reports, revision := o.detect(ctx, e, repo, checks, connect)
 	var issueErr error
 	if syncIssues != nil {

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 )
@@ -15,7 +16,9 @@ type Clients struct {
 
 // Get returns the client of opts, built the first time (see NewClient).
 func (cs *Clients) Get(opts ClientOptions) (*Client, error) {
-	key := strings.Join([]string{opts.Kubeconfig, string(opts.KubeconfigData), opts.Context, opts.Server}, "\x00")
+	// A cluster reached by token is told apart by its CA and its token
+	// source too: two identities for one server are two clients.
+	key := strings.Join([]string{opts.Kubeconfig, string(opts.KubeconfigData), opts.Context, opts.Server, string(opts.CAData), fmt.Sprintf("%p", opts.Token)}, "\x00")
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if c, ok := cs.m[key]; ok {

@@ -51,7 +51,7 @@ func newTokenClient(opts ClientOptions) (*Client, error) {
 	// a refusal to authenticate it is an error here.
 	switch {
 	case apierrors.IsUnauthorized(err):
-		return nil, fmt.Errorf("the API server %s refused %s: check the issuer's claim rules and the audience the server accepts", opts.Server, opts.Token.Identity())
+		return nil, fmt.Errorf("the API server %s refused %s: check that the cluster maps that identity (for auth.oidc, the issuer's claim rules and the audience the server accepts; for eks, gke and aks, the cluster's access entries or role bindings)", opts.Server, opts.Token.Identity())
 	case err != nil && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("the API server %s with %s: %w", opts.Server, opts.Token.Identity(), err)
 	}

@@ -1,12 +1,14 @@
 package runenv
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/ferry-ci/ferry/internal/actions"
+	"github.com/ferry-ci/ferry/internal/cloudauth"
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/kube"
 )
@@ -22,9 +24,9 @@ type Cluster struct {
 // ClusterOptions are the client options of t's cluster: its ferry.yaml
 // settings first, then c, then $KUBECONFIG, then ~/.kube/config. The
 // kubeconfig's tokens, keys and passwords are hidden from then on.
-func (e *Env) ClusterOptions(t *config.Target, c Cluster) (kube.ClientOptions, error) {
+func (e *Env) ClusterOptions(ctx context.Context, t *config.Target, c Cluster) (kube.ClientOptions, error) {
 	if t.Access.Keyless() {
-		return e.keyless(t)
+		return e.keyless(ctx, t)
 	}
 	opts := kube.ClientOptions{Context: c.Context}
 	if t.Context != "" {
@@ -60,9 +62,27 @@ func (e *Env) ClusterOptions(t *config.Target, c Cluster) (kube.ClientOptions, e
 }
 
 // keyless are the client options of a target whose cluster ferry.yaml
-// reaches by server and auth: the job's OIDC tokens for the audience,
-// each hidden as it is received.
-func (e *Env) keyless(t *config.Target) (kube.ClientOptions, error) {
+// reaches by the job's identity: its OIDC tokens for the audience, or
+// the cloud's credentials they are exchanged for (see cloudauth). Each
+// cluster is set up once per run, its tokens hidden as they arrive.
+func (e *Env) keyless(ctx context.Context, t *config.Target) (kube.ClientOptions, error) {
+	e.keylessMu.Lock()
+	defer e.keylessMu.Unlock()
+	if opts, ok := e.keylessOpts[t.Cluster]; ok {
+		return opts, nil
+	}
+	opts, err := e.connect(ctx, t)
+	if err != nil {
+		return opts, err
+	}
+	if e.keylessOpts == nil {
+		e.keylessOpts = map[string]kube.ClientOptions{}
+	}
+	e.keylessOpts[t.Cluster] = opts
+	return opts, nil
+}
+
+func (e *Env) connect(ctx context.Context, t *config.Target) (kube.ClientOptions, error) {
 	a := t.Access
 	opts := kube.ClientOptions{Server: a.Server, CAData: a.CAData}
 	if a.CAFile != "" {
@@ -72,10 +92,38 @@ func (e *Env) keyless(t *config.Target) (kube.ClientOptions, error) {
 		}
 		opts.CAData = b
 	}
-	ts, err := actions.NewIDTokens(e.getenv, a.Audience, e.Hide)
-	if err != nil {
-		return opts, fmt.Errorf("cluster %s: %w", t.Cluster, err)
+	idTokens := func(audience string) (cloudauth.IDTokens, error) {
+		return actions.NewIDTokens(e.getenv, audience, e.Hide)
 	}
-	opts.Token = ts
+	if a.Audience != "" {
+		ts, err := idTokens(a.Audience)
+		if err != nil {
+			return opts, fmt.Errorf("cluster %s: %w", t.Cluster, err)
+		}
+		opts.Token = ts
+		return opts, nil
+	}
+	c, err := cloudauth.Connect(ctx, t.Cluster, a, cloudauth.Options{
+		IDTokens: idTokens, Hide: e.Hide, Endpoints: e.cloudEndpoints(),
+		Server: opts.Server, CAData: opts.CAData,
+	})
+	if err != nil {
+		return opts, err
+	}
+	opts.Server, opts.CAData, opts.Token = c.Server, c.CAData, c.Tokens
 	return opts, nil
+}
+
+// cloudEndpoints are the clouds' endpoints the step's environment
+// replaces, under the names the clouds' own tools read.
+func (e *Env) cloudEndpoints() cloudauth.Endpoints {
+	return cloudauth.Endpoints{
+		AWSSTS:               e.getenv("AWS_ENDPOINT_URL_STS"),
+		AWSEKS:               e.getenv("AWS_ENDPOINT_URL_EKS"),
+		GoogleSTS:            e.getenv("CLOUDSDK_API_ENDPOINT_OVERRIDES_STS"),
+		GoogleIAMCredentials: e.getenv("CLOUDSDK_API_ENDPOINT_OVERRIDES_IAMCREDENTIALS"),
+		GoogleContainer:      e.getenv("CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER"),
+		AzureAuthority:       e.getenv("AZURE_AUTHORITY_HOST"),
+		AzureResourceManager: e.getenv("AZURE_RESOURCE_MANAGER_ENDPOINT"),
+	}
 }

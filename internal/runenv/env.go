@@ -10,10 +10,12 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/images"
+	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
@@ -49,6 +51,10 @@ type Env struct {
 	// creds are the chart sources' credentials, one for every repository
 	// a run loads (see ChartCredentials).
 	creds *images.EnvCredentials
+	// keylessOpts are the client options of each cluster reached by the
+	// job's identity, set up once per run (see keyless).
+	keylessMu   sync.Mutex
+	keylessOpts map[string]kube.ClientOptions
 }
 
 // New reads the environment through getenv and environ (os.Getenv and

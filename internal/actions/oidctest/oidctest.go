@@ -129,3 +129,21 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+// Verify checks a token the issuer minted, as a cloud's token exchange
+// does (signature, issuer, audience, expiry), and returns its claims.
+func (i *Issuer) Verify(token, audience string) (map[string]any, error) {
+	parsed, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil {
+		return nil, err
+	}
+	var std jwt.Claims
+	claims := map[string]any{}
+	if err := parsed.Claims(i.jwks.Keys[0].Key, &std, &claims); err != nil {
+		return nil, err
+	}
+	if err := std.Validate(jwt.Expected{Issuer: i.URL, AnyAudience: jwt.Audience{audience}, Time: time.Now()}); err != nil {
+		return nil, err
+	}
+	return claims, nil
+}
