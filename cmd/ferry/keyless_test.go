@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,29 +34,7 @@ func keylessClaims(repository string) map[string]any {
 // rules on repository and ref), the mapped user bound to cluster-admin.
 func keylessPlane(t *testing.T, iss *oidctest.Issuer) *kubetest.ControlPlane {
 	t.Helper()
-	indented := "        " + strings.ReplaceAll(strings.TrimSpace(string(iss.CA)), "\n", "\n        ")
-	config := `apiVersion: apiserver.config.k8s.io/v1
-kind: AuthenticationConfiguration
-jwt:
-  - issuer:
-      url: ` + iss.URL + `
-      audiences: [prod-cluster]
-      certificateAuthority: |
-` + indented + `
-    claimValidationRules:
-      - expression: 'claims.repository == "acme/fleet"'
-        message: only acme/fleet deploys
-      - expression: 'claims.ref == "refs/heads/main"'
-        message: only main deploys
-    claimMappings:
-      username:
-        expression: '"github:" + claims.sub'
-`
-	file := filepath.Join(t.TempDir(), "authentication.yaml")
-	if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	plane := kubetest.StartWith(t, kubetest.Options{APIServerArgs: []string{"--authentication-config=" + file}})
+	plane := kubetest.StartWith(t, kubetest.Options{APIServerArgs: iss.APIServerArgs(t, t.TempDir(), "prod-cluster", "acme/fleet", "refs/heads/main")})
 	cs := kubernetes.NewForConfigOrDie(plane.RESTConfig())
 	_, err := cs.RbacV1().ClusterRoleBindings().Create(context.Background(), &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "deploy-from-ci"},

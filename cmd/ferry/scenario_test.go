@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -196,6 +199,27 @@ func (s *scenario) vars() map[string]string { return maps.Clone(s.env) }
 func (s *scenario) ferry(args ...string) result {
 	s.t.Helper()
 	return ferry(s.t, s.vars(), args...)
+}
+
+// ferryProcess runs the built ferry in a process of its own with the
+// scenario's variables (and PATH, HOME and TMPDIR): for what is read
+// once per process, such as SSL_CERT_FILE.
+func (s *scenario) ferryProcess(args ...string) result {
+	s.t.Helper()
+	cmd := exec.Command(builtFerry(s.t), args...)
+	cmd.Env = append(environOf(s.vars()), "PATH="+os.Getenv("PATH"), "HOME="+s.t.TempDir(), "TMPDIR="+s.t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		s.t.Fatal(err)
+	}
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
 }
 
 // push pushes the scenario's repository, at branch, to the Gitea

@@ -257,3 +257,51 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// Credentials that expire are asked for again: with 2-second cloud
+// credentials, a token asked for after they expired is a new one, made
+// from a new exchange of the job's token, and the cluster takes it.
+func TestTokensAreRenewed(t *testing.T) {
+	iss := oidctest.Start(t, claims(cloudtest.Repository), 5*time.Minute)
+	clouds := cloudtest.Start(t, iss)
+	clouds.SetCluster(server, []byte(ca))
+	clouds.SetLifetime(2 * time.Second)
+	for _, c := range []struct {
+		name     string
+		access   config.Access
+		exchange string
+		review   bool
+	}{
+		{name: "eks", access: config.Access{EKS: eks}, exchange: "AssumeRoleWithWebIdentity", review: true},
+		{name: "gke", access: config.Access{GKE: gke}, exchange: "google-sts", review: true},
+		{name: "aks", access: config.Access{AKS: aks}, exchange: "entra-token"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x := connect(t, clouds, iss, c.access)
+			if x.err != nil {
+				t.Fatal(x.err)
+			}
+			first, err := x.cluster.Tokens.Token()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if time.Until(first.Expiry) > 2*time.Second {
+				t.Errorf("the token is used until %v, past its credentials' 2 seconds", time.Until(first.Expiry))
+			}
+			exchanges := clouds.Requests(c.exchange)
+			time.Sleep(time.Until(first.Expiry) + 500*time.Millisecond)
+			second, err := x.cluster.Tokens.Token()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if second.AccessToken == first.AccessToken || clouds.Requests(c.exchange) == exchanges {
+				t.Errorf("no new token (%d %s requests before, %d after)", exchanges, c.exchange, clouds.Requests(c.exchange))
+			}
+			if c.review {
+				if _, err := clouds.Review(context.Background(), second.AccessToken); err != nil {
+					t.Errorf("the cluster refused the renewed token: %v", err)
+				}
+			}
+		})
+	}
+}

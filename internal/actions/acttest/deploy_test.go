@@ -2,14 +2,20 @@ package acttest
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
+	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ferry-ci/ferry/internal/actions/oidctest"
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
+	"github.com/ferry-ci/ferry/internal/kube/kubetest"
 )
 
 const zeroSHA = "0000000000000000000000000000000000000000"
@@ -148,4 +154,77 @@ func clientKey(kubeconfig []byte) string {
 		}
 	}
 	return ""
+}
+
+// TestDeployWorkflowKeyless runs the same deploy workflow with no
+// KUBECONFIG secret: ferry.yaml reaches the cluster by server and
+// auth: oidc, and the runner gives the job its OIDC token (the Actions
+// ID-token variables, served by a test issuer the API server trusts for
+// this repository's main branch). The apply job applies with that
+// identity alone, and the token is in no log line.
+func TestDeployWorkflowKeyless(t *testing.T) {
+	t.Parallel()
+	g := giteatest.Require(t)
+	r := Require(t)
+	f := newFleet(t, g)
+	iss := oidctest.Start(t, map[string]any{
+		"sub": "repo:" + f.repository() + ":ref:refs/heads/main", "repository": f.repository(), "ref": "refs/heads/main",
+	}, 5*time.Minute)
+	plane := kubetest.StartWith(t, kubetest.Options{APIServerArgs: iss.APIServerArgs(t, t.TempDir(), "prod-cluster", f.repository(), "refs/heads/main")})
+	kube, err := kubernetes.NewForConfig(plane.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "deploy-from-ci"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "github:repo:" + f.repository() + ":ref:refs/heads/main"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := strings.ToLower(giteatest.Unique("keyless"))
+	wf := f.installWorkflow("github", "deploy", probe(map[string]string{"APPLIED": "${{ steps.apply.outputs.applied }}"}))
+	const password = "keyless-pa55-7e2a"
+	deployFleet(f, ns, map[string]string{"app-config": "one"}, password)
+	ca, err := json.Marshal(string(plane.CA()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.write(map[string]string{"ferry.yaml": "clusters:\n  prod:\n    server: " + plane.URL() + "\n    certificateAuthorityData: " + string(ca) +
+		"\n    auth:\n      oidc: {audience: prod-cluster}\n" +
+		"targets:\n  - name: infra\n    path: infra\n    cluster: prod\n    prune: true\n  - name: app\n    path: app\n    cluster: prod\n    prune: true\n    dependsOn: [infra]\n"})
+	first := f.commit("fleet, keyless")
+	f.push("main")
+
+	env := map[string]string{"GITHUB_SERVER_URL": strings.TrimSuffix(g.URL, "/")}
+	maps.Copy(env, iss.Env())
+	res := r.Run(t, Job{
+		Dir:        f.dir,
+		Workflow:   wf,
+		Event:      "push",
+		ServerHost: f.host(),
+		Env:        env,
+		Secrets:    map[string]string{"GITHUB_TOKEN": f.token, "SOPS_AGE_KEY": f.key.Identity},
+		Actions:    Actions(r.StageFerry(t, nil)),
+		Payload: map[string]any{
+			"ref": "refs/heads/main", "before": zeroSHA, "after": first,
+			"repository": f.repositoryPayload(),
+		},
+	})
+	runOK(t, res)
+	if got := probed(res.Log); got["APPLIED"] != "6" {
+		t.Errorf("outputs seen by the later step %v; want APPLIED=6", got)
+	}
+	if iss.Requests() == 0 {
+		t.Error("the job never asked the runner for its OIDC token")
+	}
+	if strings.Contains(res.Log, "eyJ") {
+		t.Errorf("a token reached the job log:\n%s", res.Log)
+	}
+	noSecrets(t, "the job log", res.Log, password, f.key.Identity, iss.RequestToken)
+	if _, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "app-config", metav1.GetOptions{}); err != nil {
+		t.Errorf("keyless deploy: %v", err)
+	}
 }

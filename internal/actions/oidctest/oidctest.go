@@ -13,6 +13,9 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -146,4 +149,36 @@ func (i *Issuer) Verify(token, audience string) (map[string]any, error) {
 		return nil, err
 	}
 	return claims, nil
+}
+
+// APIServerArgs are the kube-apiserver flags that make it trust the
+// issuer for audience, as structured authentication
+// (AuthenticationConfiguration, written under dir): tokens whose
+// repository and ref claims are those given, mapped to the user
+// "github:" + sub.
+func (i *Issuer) APIServerArgs(t testing.TB, dir, audience, repository, ref string) []string {
+	t.Helper()
+	indented := "        " + strings.ReplaceAll(strings.TrimSpace(string(i.CA)), "\n", "\n        ")
+	config := `apiVersion: apiserver.config.k8s.io/v1
+kind: AuthenticationConfiguration
+jwt:
+  - issuer:
+      url: ` + i.URL + `
+      audiences: [` + audience + `]
+      certificateAuthority: |
+` + indented + `
+    claimValidationRules:
+      - expression: 'claims.repository == "` + repository + `"'
+        message: only ` + repository + ` deploys
+      - expression: 'claims.ref == "` + ref + `"'
+        message: only ` + ref + ` deploys
+    claimMappings:
+      username:
+        expression: '"github:" + claims.sub'
+`
+	file := filepath.Join(dir, "authentication.yaml")
+	if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--authentication-config=" + file}
 }

@@ -81,7 +81,7 @@ func (a *awsCloud) assume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.Form.Get("RoleSessionName")
-	s := session{secret: secret("secret-"), token: secret("session-"), arn: "arn:aws:sts::" + AWSAccount + ":assumed-role/deploy/" + name, expires: time.Now().Add(time.Hour)}
+	s := session{secret: secret("secret-"), token: secret("session-"), arn: "arn:aws:sts::" + AWSAccount + ":assumed-role/deploy/" + name, expires: a.c.expiry()}
 	key := strings.ToUpper(secret("ASIA"))[:20]
 	a.mu.Lock()
 	a.sessions[key] = s

@@ -108,14 +108,15 @@ func (a *azureCloud) token(w http.ResponseWriter, r *http.Request) {
 		entraError(w, http.StatusInternalServerError, "server_error", err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"token_type": "Bearer", "expires_in": 3599, "ext_expires_in": 3599, "access_token": tok})
+	life := int(time.Until(a.c.expiry()).Round(time.Second).Seconds())
+	writeJSON(w, http.StatusOK, map[string]any{"token_type": "Bearer", "expires_in": life, "ext_expires_in": life, "access_token": tok})
 }
 
 // mint is an access token of ClientID's service principal for audience.
 func (a *azureCloud) mint(audience string) (string, error) {
 	now := time.Now()
 	std := jwt.Claims{Issuer: a.issuer(), Audience: jwt.Audience{audience}, Subject: ObjectID, IssuedAt: jwt.NewNumericDate(now),
-		NotBefore: jwt.NewNumericDate(now.Add(-time.Minute)), Expiry: jwt.NewNumericDate(now.Add(time.Hour))}
+		NotBefore: jwt.NewNumericDate(now.Add(-time.Minute)), Expiry: jwt.NewNumericDate(a.c.expiry())}
 	return jwt.Signed(a.signer).Claims(std).Claims(map[string]any{"oid": ObjectID, "tid": TenantID, "azp": ClientID, "appid": ClientID}).Serialize()
 }
 

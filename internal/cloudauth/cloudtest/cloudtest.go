@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ferry-ci/ferry/internal/actions/oidctest"
 )
@@ -74,12 +75,13 @@ type Clouds struct {
 	server   string
 	serverCA []byte
 	requests map[string]int
+	lifetime time.Duration
 }
 
 // Start starts the services, trusting iss; stopped when the test ends.
 func Start(t *testing.T, iss *oidctest.Issuer) *Clouds {
 	t.Helper()
-	c := &Clouds{issuer: iss, requests: map[string]int{}}
+	c := &Clouds{issuer: iss, requests: map[string]int{}, lifetime: time.Hour}
 	c.aws = newAWS(t, c)
 	c.google = newGoogle(t, c)
 	c.azure = newAzure(t, c)
@@ -88,6 +90,20 @@ func Start(t *testing.T, iss *oidctest.Issuer) *Clouds {
 	c.AWSSTS, c.AWSEKS, c.Google, c.Entra, c.ARM = c.aws.sts.URL, c.aws.eks.URL, c.google.srv.URL, c.azure.entra.URL, c.azure.arm.URL
 	c.CA = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.hook.Certificate().Raw})
 	return c
+}
+
+// SetLifetime is how long the credentials issued from now on live (an
+// hour by default): AWS sessions, Google and Entra access tokens.
+func (c *Clouds) SetLifetime(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lifetime = d
+}
+
+func (c *Clouds) expiry() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.lifetime)
 }
 
 // SetCluster is the API server every cloud's lookup returns.

@@ -81,8 +81,10 @@ func (g *googleCloud) exchange(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	principal := "principal://iam.googleapis.com/projects/123456/locations/global/workloadIdentityPools/github/subject/" + claims["sub"].(string)
-	tok := g.issue(googleToken{principal: principal})
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "token_type": "Bearer", "expires_in": 3600})
+	expires := g.c.expiry()
+	tok := g.issue(googleToken{principal: principal, expires: expires})
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "token_type": "Bearer",
+		"expires_in": int(time.Until(expires).Round(time.Second).Seconds())})
 }
 
 // impersonate is generateAccessToken: a federated principal of the
@@ -100,15 +102,12 @@ func (g *googleCloud) impersonate(w http.ResponseWriter, r *http.Request, sa str
 		googleError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "scope is required")
 		return
 	}
-	expires := time.Now().Add(time.Hour)
+	expires := g.c.expiry()
 	tok := g.issue(googleToken{principal: sa, sa: true, expires: expires})
 	writeJSON(w, http.StatusOK, map[string]string{"accessToken": tok, "expireTime": expires.UTC().Format(time.RFC3339)})
 }
 
 func (g *googleCloud) issue(t googleToken) string {
-	if t.expires.IsZero() {
-		t.expires = time.Now().Add(time.Hour)
-	}
 	tok := secret("ya29.")
 	g.mu.Lock()
 	defer g.mu.Unlock()
