@@ -145,9 +145,11 @@ type ClusterConfig struct {
 	KubeconfigEnv string `json:"kubeconfigEnv,omitempty" yaml:"kubeconfigEnv,omitempty"`
 	// Context is the kubeconfig context to use.
 	Context string `json:"context,omitempty" yaml:"context,omitempty"`
-	// Server, CertificateAuthority (a PEM file of the repository) or
-	// CertificateAuthorityData (PEM) and Auth reach the cluster without a
-	// kubeconfig, as the CI job's own identity (see ClusterAuth).
+	// Auth reaches the cluster without a kubeconfig, as the CI job's own
+	// identity (see ClusterAuth), at Server with the CA of
+	// CertificateAuthority (a PEM file of the repository) or
+	// CertificateAuthorityData (PEM); a managed cluster's (eks, gke, aks)
+	// are looked up when Server is not given.
 	Server                   string       `json:"server,omitempty" yaml:"server,omitempty"`
 	CertificateAuthority     string       `json:"certificateAuthority,omitempty" yaml:"certificateAuthority,omitempty"`
 	CertificateAuthorityData string       `json:"certificateAuthorityData,omitempty" yaml:"certificateAuthorityData,omitempty"`
