@@ -51,17 +51,8 @@ type Issuer struct {
 // lifetime; it is stopped when the test ends.
 func Start(t testing.TB, claims map[string]any, lifetime time.Duration) *Issuer {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwk := jose.JSONWebKey{Key: key, KeyID: "oidctest", Algorithm: string(jose.RS256), Use: "sig"}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jwk}, (&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	iss := &Issuer{RequestToken: "oidctest-request-token", signer: signer, claims: claims, lifetime: lifetime,
-		jwks: jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk.Public()}}}
+	signer, jwks := NewSigner(t, "oidctest")
+	iss := &Issuer{RequestToken: "oidctest-request-token", signer: signer, claims: claims, lifetime: lifetime, jwks: jwks}
 	srv := httptest.NewTLSServer(http.HandlerFunc(iss.serve))
 	t.Cleanup(srv.Close)
 	tokens := httptest.NewServer(http.HandlerFunc(iss.serve))
@@ -70,6 +61,22 @@ func Start(t testing.TB, claims map[string]any, lifetime time.Duration) *Issuer 
 	iss.URL = srv.URL
 	iss.CA = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	return iss
+}
+
+// NewSigner is a new RS256 key, as a JWT signer and the key set that
+// verifies it (the issuer's JWKS), its key ID kid.
+func NewSigner(t testing.TB, kid string) (jose.Signer, jose.JSONWebKeySet) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwk := jose.JSONWebKey{Key: key, KeyID: kid, Algorithm: string(jose.RS256), Use: "sig"}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jwk}, (&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk.Public()}}
 }
 
 // Env is what the runner gives a job with id-token: write.

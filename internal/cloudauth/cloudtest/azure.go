@@ -1,8 +1,6 @@
 package cloudtest
 
 import (
-	"crypto/rand"
-	"crypto/rsa"
 	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +11,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/ferry-ci/ferry/internal/actions/oidctest"
 )
 
 // azureCloud is Entra ID (the tenant's OpenID metadata, keys and token
@@ -29,16 +29,8 @@ type azureCloud struct {
 
 func newAzure(t *testing.T, c *Clouds) *azureCloud {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwk := jose.JSONWebKey{Key: key, KeyID: "entra", Algorithm: string(jose.RS256), Use: "sig"}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jwk}, (&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &azureCloud{c: c, signer: signer, jwks: jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk.Public()}}, armTokens: map[string]bool{}}
+	signer, jwks := oidctest.NewSigner(t, "entra")
+	a := &azureCloud{c: c, signer: signer, jwks: jwks, armTokens: map[string]bool{}}
 	a.entra = httptest.NewTLSServer(http.HandlerFunc(a.serveEntra))
 	t.Cleanup(a.entra.Close)
 	a.arm = httptest.NewTLSServer(http.HandlerFunc(a.serveARM))
