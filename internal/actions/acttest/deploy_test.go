@@ -163,7 +163,8 @@ func clientKey(kubeconfig []byte) string {
 // this repository's main branch). The apply job applies with that
 // identity alone, and the token is in no log line.
 func TestDeployWorkflowKeyless(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its own control plane and two act jobs would slow the
+	// other runner tests that share the cores.
 	g := giteatest.Require(t)
 	r := Require(t)
 	f := newFleet(t, g)

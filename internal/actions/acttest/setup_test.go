@@ -452,6 +452,9 @@ jobs:
 			Dir: dir, Workflow: ".github/workflows/setup.yaml", Event: "workflow_dispatch",
 			Payload: map[string]any{"ref": "refs/heads/main", "inputs": map[string]any{}},
 			Actions: map[string]string{"ferry-ci/ferry@v1": rel.Action, "ferry-ci/ferry@main": mainSetup},
+			// Four jobs of about twenty container steps: a hang guard,
+			// not a speed bound; the other runner tests share the cores.
+			Timeout: 20 * time.Minute,
 		})
 		if res.Err == nil {
 			t.Errorf("act succeeded; three of its jobs should have failed:\n%s", res.Log)
