@@ -56,8 +56,9 @@ var stepOutputs = map[string][][2]string{
 // extraInputUsers lists which commands' steps declare the inputs that are
 // not flags (targets and kubeconfig follow from the command itself).
 var extraInputUsers = map[string]map[string]bool{
-	actions.InputAgeKey: {"render": true, "apply": true, "diff": true, "plan": true, "drift": true},
-	actions.InputToken:  {"diff": true, "plan": true, "drift": true, "bump": true},
+	actions.InputAgeKey:      {"render": true, "apply": true, "diff": true, "plan": true, "drift": true},
+	actions.InputToken:       {"diff": true, "plan": true, "drift": true, "bump": true},
+	actions.InputTrustedKeys: {"apply": true, "drift": true},
 }
 
 var extraInputDocs = map[string]string{
@@ -68,6 +69,8 @@ var extraInputDocs = map[string]string{
 		"before anything is printed. For a file in the workspace use kubeconfig-path; targets whose ferry.yaml entry names a kubeconfig use that.",
 	actions.InputToken: "Token for the forge API (pull-request comments, issues, pull requests) and for fetching missing commits; " +
 		"the job's token by default. See docs/security.md for the permissions each step needs.",
+	actions.InputTrustedKeys: "Public keys a revision must be signed by to be applied (with verify, ferry.yaml verify or a GitRepository's spec.verify): " +
+		"armored OpenPGP public key blocks and SSH public keys, one per line, in authorized_keys or allowed_signers form. Used as FERRY_TRUSTED_KEYS.",
 	actions.InputTargets: "Targets to work on (comma- or newline-separated names, <cluster>/<name> where a name is ambiguous); all targets when empty.",
 }
 
@@ -91,7 +94,7 @@ func expectedInputs(cmd *cobra.Command) []stepInput {
 		}
 		out = append(out, in)
 	}
-	for _, name := range []string{actions.InputAgeKey, actions.InputToken} {
+	for _, name := range []string{actions.InputAgeKey, actions.InputToken, actions.InputTrustedKeys} {
 		if extraInputUsers[name][cmd.Name()] && actions.InputFlags(cmd.Flags())[name] == nil {
 			extra(name)
 		}

@@ -23,6 +23,7 @@ type applyOptions struct {
 	parallel int
 	apply    kube.ApplyOptions
 	notify   notifyFlags
+	verify   verifyFlags
 }
 
 func newApplyCmd(e *env) *cobra.Command {
@@ -56,6 +57,7 @@ func newApplyCmd(e *env) *cobra.Command {
 	f.IntVar(&a.Concurrency, "concurrency", a.Concurrency, "requests in flight within a wave")
 	f.IntVar(&o.parallel, "parallel", 8, "targets applied at once, where none waits for another")
 	o.notify.register(f)
+	o.verify.register(f, "")
 	return cmd
 }
 
@@ -67,6 +69,12 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 		return err
 	}
 	defer repo.Close()
+	revision, _ := e.CheckedOut(repo.Root, o.revision)
+	if o.apply.Verify, err = o.verify.before(ctx, e, &o.cluster, repo, targets, revision, o.apply.InventoryNamespace); err != nil {
+		err = fmt.Errorf("nothing was applied: %w", err)
+		o.notifyNothingApplied(ctx, e, repo, targets, err)
+		return err
+	}
 	fleet, preflight, err := o.fleet(ctx, e, repo, targets)
 	if err != nil {
 		err = fmt.Errorf("nothing was applied: %w", err)

@@ -31,6 +31,7 @@ type driftOptions struct {
 	// apply holds the heal's apply options.
 	apply  kube.ApplyOptions
 	notify notifyFlags
+	verify verifyFlags
 }
 
 func newDriftCmd(e *env) *cobra.Command {
@@ -63,6 +64,7 @@ func newDriftCmd(e *env) *cobra.Command {
 	f.DurationVar(&a.Lock.Wait, "lock-timeout", a.Lock.Wait, "with --heal: how long to wait for another run of the same target")
 	f.DurationVar(&a.Timeout, "timeout", a.Timeout, "with --heal: how long CRD establishment may take")
 	o.notify.register(f)
+	o.verify.register(f, "with --heal: ")
 	return cmd
 }
 
@@ -83,6 +85,12 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	targets, err := repo.Select(args)
 	if err != nil {
 		return err
+	}
+	if o.heal {
+		revision, _ := e.CheckedOut(repo.Root, o.revision)
+		if o.apply.Verify, err = o.verify.before(ctx, e, &o.cluster, repo, targets, revision, o.compare.InventoryNamespace); err != nil {
+			return fmt.Errorf("nothing was checked or healed: %w", err)
+		}
 	}
 	checks, byName := driftTargets(ctx, repo, targets)
 	connect := func(name string) (*kube.Client, error) { return o.cluster.client(ctx, e, byName[name]) }

@@ -123,6 +123,10 @@ func (r *Runtime) secretInputs(c Command, flags map[string]*pflag.Flag, in *Comm
 		in.Env["SOPS_AGE_KEY"] = v
 		in.Used = append(in.Used, InputAgeKey)
 	}
+	if v, ok := r.Input(InputTrustedKeys); ok {
+		in.Env["FERRY_TRUSTED_KEYS"] = v
+		in.Used = append(in.Used, InputTrustedKeys)
+	}
 	if v, ok := r.Input(InputToken); ok {
 		in.Env["FERRY_TOKEN"] = v
 		in.Used = append(in.Used, InputToken)

@@ -19,6 +19,10 @@ const (
 	// InputAgeKey holds age identities (AGE-SECRET-KEY-1... lines); ferry
 	// uses it as SOPS_AGE_KEY.
 	InputAgeKey = "age-key"
+	// InputTrustedKeys holds the public keys (armored OpenPGP, SSH
+	// authorized_keys or allowed_signers lines) a revision must be signed
+	// by; ferry reads it as FERRY_TRUSTED_KEYS.
+	InputTrustedKeys = "trusted-keys"
 	// InputKubeconfig holds kubeconfig content, for commands that reach a
 	// cluster.
 	InputKubeconfig = "kubeconfig"

@@ -41,6 +41,7 @@ func (r *Repo) discover(ctx context.Context) error {
 	r.artifacts = indexArtifacts(objs, inc, roots)
 	r.self = selfSources(objs, roots)
 	r.syncURLs, r.syncRefs = syncSourceRefs(objs, r.self)
+	r.syncVerify = syncVerifyOf(objs, r.self)
 	r.gitRepos = indexGitRepositories(objs, inc, roots)
 	d := &discovery{
 		r:       r,

@@ -61,6 +61,9 @@ type File struct {
 	// the Flux Operator does in the cluster, read-only. Read from the
 	// base revision only.
 	InputProviderAPIs *InputProviderAPIsConfig `json:"inputProviderAPIs,omitempty" yaml:"inputProviderAPIs,omitempty"`
+	// Verify has apply and drift --heal check the signatures of the
+	// revision before anything reaches a cluster.
+	Verify *VerifyConfig `json:"verify,omitempty" yaml:"verify,omitempty"`
 }
 
 // InputProviderAPIsConfig is ferry.yaml's inputProviderAPIs: block.
@@ -333,6 +336,11 @@ func ParseFile(data []byte) (*File, error) {
 			if err := checkHostPort(h); err != nil {
 				return nil, fmt.Errorf("%s: inputProviderAPIs.allowHosts[%d] %q: %w", FileName, i, h, err)
 			}
+		}
+	}
+	if f.Verify != nil {
+		if err := f.Verify.check(); err != nil {
+			return nil, fmt.Errorf("%s: %w", FileName, err)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.Clusters)) {

@@ -176,13 +176,15 @@ type Repo struct {
 	checkout, rootReal, workspace string // see locate
 
 	// Other refs of this repository (gitref.go).
-	gitRepos  *gitRepositories  // the GitRepositories discovery saw
-	syncURLs  []string          // of the GitRepositories that stand for the checkout
-	syncRefs  map[string]bool   // their refs (gitRef.key)
-	urls      map[string]bool   // selfURLs
-	clone     *selfGit          // the clone holding the checkout
-	exportDir string            // where the exports are, "" until the first
-	exports   map[string]string // by commit
+	gitRepos *gitRepositories // the GitRepositories discovery saw
+	syncURLs []string         // of the GitRepositories that stand for the checkout
+	// syncVerify is their spec.verify.
+	syncVerify []gitVerify
+	syncRefs   map[string]bool   // their refs (gitRef.key)
+	urls       map[string]bool   // selfURLs
+	clone      *selfGit          // the clone holding the checkout
+	exportDir  string            // where the exports are, "" until the first
+	exports    map[string]string // by commit
 }
 
 // Load reads ferry.yaml and, when it declares no targets, discovers them

@@ -19,6 +19,9 @@ type PlanOptions struct {
 	Target string
 	// Revision is the Git revision being applied, recorded on the inventory.
 	Revision string
+	// Verify is the signature verification Revision passed (a mode), also
+	// recorded: later applies are held to it.
+	Verify string
 	// IsAncestor reports whether commit a is an ancestor of commit b; with
 	// it, applying a revision older than the recorded one is refused.
 	IsAncestor    func(a, b string) (bool, error)

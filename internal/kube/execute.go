@@ -152,6 +152,7 @@ func settled(p *Plan, records map[string]Record) Inventory {
 		}
 	}
 	final.Revision = p.opts.Revision
+	final.Verify = p.opts.Verify
 	final.AppliedAt = time.Now()
 	return final
 }

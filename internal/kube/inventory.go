@@ -22,13 +22,17 @@ import (
 
 // ApplySet (KEP-3659) labels and annotations, as kubectl reads them.
 const (
-	LabelApplySetID       = "applyset.kubernetes.io/id"
-	LabelPartOf           = "applyset.kubernetes.io/part-of"
-	AnnotationTooling     = "applyset.kubernetes.io/tooling"
-	AnnotationGroupKinds  = "applyset.kubernetes.io/contains-group-kinds"
-	AnnotationNamespaces  = "applyset.kubernetes.io/additional-namespaces"
-	AnnotationTarget      = "ferry.dev/target"
-	AnnotationRevision    = "ferry.dev/revision"
+	LabelApplySetID      = "applyset.kubernetes.io/id"
+	LabelPartOf          = "applyset.kubernetes.io/part-of"
+	AnnotationTooling    = "applyset.kubernetes.io/tooling"
+	AnnotationGroupKinds = "applyset.kubernetes.io/contains-group-kinds"
+	AnnotationNamespaces = "applyset.kubernetes.io/additional-namespaces"
+	AnnotationTarget     = "ferry.dev/target"
+	AnnotationRevision   = "ferry.dev/revision"
+	// AnnotationVerify records the signature verification the last apply
+	// was held to (HEAD, Tag, TagAndHEAD): the next apply is held to it
+	// at least, whatever its own revision asks.
+	AnnotationVerify      = "ferry.dev/verify"
 	AnnotationAppliedAt   = "ferry.dev/applied-at"
 	AnnotationPrune       = "ferry.dev/prune"
 	AnnotationFluxPrune   = "kustomize.toolkit.fluxcd.io/prune"
@@ -52,7 +56,9 @@ type Inventory struct {
 	// Namespaces are the namespaces members live in.
 	Namespaces []string
 	Revision   string
-	AppliedAt  time.Time
+	// Verify is the verification mode the revision was applied under.
+	Verify    string
+	AppliedAt time.Time
 	// Records maps a member's identity to what ferry last applied to it.
 	Records map[string]Record
 	Exists  bool
@@ -134,6 +140,7 @@ func (c *Client) readInventory(ctx context.Context, target, namespace string, sn
 	inv.Namespaces = splitList(s.Annotations[AnnotationNamespaces])
 	inv.Namespaces = addString(inv.Namespaces, namespace)
 	inv.Revision = s.Annotations[AnnotationRevision]
+	inv.Verify = s.Annotations[AnnotationVerify]
 	if t, err := time.Parse(time.RFC3339, s.Annotations[AnnotationAppliedAt]); err == nil {
 		inv.AppliedAt = t
 	}
@@ -178,6 +185,9 @@ func (c *Client) writeInventory(ctx context.Context, target string, inv *Invento
 	}
 	if inv.Revision != "" {
 		annotations[AnnotationRevision] = inv.Revision
+	}
+	if inv.Verify != "" {
+		annotations[AnnotationVerify] = inv.Verify
 	}
 	if !inv.AppliedAt.IsZero() {
 		annotations[AnnotationAppliedAt] = inv.AppliedAt.UTC().Format(time.RFC3339)
