@@ -36,6 +36,9 @@ type diffOptions struct {
 	// event per target that changes (see diff_notify.go).
 	notifyOn bool
 	notify   notifyFlags
+	// requireSigned fails the diff when a commit of the head does not
+	// verify with the base's trusted keys.
+	requireSigned bool
 }
 
 func newDiffCmd(e *env) *cobra.Command {
@@ -69,6 +72,7 @@ func newDiffCmd(e *env) *cobra.Command {
 	f.BoolVar(&o.showAllMetadata, "show-all-metadata", false, "show in full the objects whose only changes are chart labels and annotations (helm.sh/chart, app.kubernetes.io/version, chart, checksum/*), folded by default into one line per target")
 	f.BoolVar(&o.live, "live", false, "also compare each affected target's head render with its cluster (server-side dry-run; nothing is written)")
 	f.StringVar(&o.inventoryNS, "inventory-namespace", kube.DefaultInventoryNS, "namespace of the inventory Secrets (for --live)")
+	f.BoolVar(&o.requireSigned, "require-signed", false, "fail (exit 2) when a commit of the head is not signed by a key the base trusts (the trusted-keys input, the base's verify.keys and verify.secretRef variables); the report says how the commits verify whenever such keys are known")
 	o.cluster.register(f)
 	return cmd
 }
@@ -96,6 +100,9 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	if report.Signatures, err = prSignatures(ctx, e, o.repo.Dir, report.Base, report.Head, o.requireSigned); err != nil {
+		return err
+	}
 	blocks := diff.Markdown(report)
 	markdown := e.Masker.Mask(strings.Join(blocks, "\n"))
 	if o.reportFile != "" {
@@ -116,6 +123,9 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	}
 	if err := report.Err(); err != nil {
 		return err
+	}
+	if s := report.Signatures; o.requireSigned && !s.OK() {
+		return fmt.Errorf("--require-signed: %s", s.Line())
 	}
 	if o.exitCode && report.Changed() {
 		return &exitCodeError{code: exitDifferences}

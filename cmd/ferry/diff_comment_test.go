@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/actions/actionstest"
 	"github.com/ferry-ci/ferry/internal/forge/githubtest"
+	"github.com/ferry-ci/ferry/internal/verify/verifytest"
 )
 
 // pullRequestEvent writes the recorded pull_request payload with the
@@ -62,6 +63,8 @@ func TestDiffCommentGitHub(t *testing.T) {
 	p.replace("shop/base/deployment.yaml", "web:2.5.0", "web:2.5.1")
 	head2 := p.commit("2.5.1")
 
+	// With trusted keys, the comment says how the head's commits verify.
+	reviewer := verifytest.SSHKey(t, "reviewer@example.com")
 	summary := filepath.Join(t.TempDir(), "summary.md")
 	output := filepath.Join(t.TempDir(), "output")
 	vars := func(head string) map[string]string {
@@ -76,6 +79,7 @@ func TestDiffCommentGitHub(t *testing.T) {
 			"GITHUB_STEP_SUMMARY": summary,
 			"GITHUB_OUTPUT":       output,
 			"SOPS_AGE_KEY":        exampleKeyText(t),
+			"FERRY_TRUSTED_KEYS":  reviewer.Public,
 		}
 		return v
 	}
@@ -96,6 +100,9 @@ func TestDiffCommentGitHub(t *testing.T) {
 	first := ours()
 	if len(first) != 1 || !strings.Contains(first[0].Body, "web:2.5.0") || !strings.Contains(first[0].Body, "<!-- ferry:diff part 1 -->") {
 		t.Fatalf("after the first run, ferry's comments: %+v", first)
+	}
+	if want := "⚠️ **Signatures** (the base's trusted keys): 1 commit, 0 signed by trusted keys, 1 unsigned: " + head1[:7]; !strings.Contains(first[0].Body, want) {
+		t.Errorf("the comment lacks %q:\n%s", want, first[0].Body)
 	}
 
 	gh.ResetRequests()

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
+	"github.com/ferry-ci/ferry/internal/verify/verifytest"
 )
 
 // TestDiffCommentGitea opens a pull request on a real Gitea and runs diff
@@ -33,6 +34,8 @@ func TestDiffCommentGitea(t *testing.T) {
 	forged := "<!-- ferry:diff part 1 -->\nnot ferry's comment"
 	g.CreateComment(t, otherToken, bot, name, pr.Number, forged)
 
+	// With trusted keys, the comment says how the head's commits verify.
+	reviewer := verifytest.SSHKey(t, "reviewer@example.com")
 	summary := filepath.Join(t.TempDir(), "summary.md")
 	vars := func(head string) map[string]string {
 		return map[string]string{
@@ -47,6 +50,7 @@ func TestDiffCommentGitea(t *testing.T) {
 			"GITHUB_STEP_SUMMARY": summary,
 			"GITHUB_OUTPUT":       filepath.Join(t.TempDir(), "output"),
 			"SOPS_AGE_KEY":        exampleKeyText(t),
+			"FERRY_TRUSTED_KEYS":  reviewer.Public,
 		}
 	}
 	comments := func() (ours, theirs []giteatest.Comment) {
@@ -72,6 +76,9 @@ func TestDiffCommentGitea(t *testing.T) {
 	ours, _ := comments()
 	if len(ours) != 1 || !strings.Contains(ours[0].Body, "web:2.5.0") {
 		t.Fatalf("first run: ferry's comments %d: %+v", len(ours), ours)
+	}
+	if want := "⚠️ **Signatures** (the base's trusted keys): 1 commit, 0 signed by trusted keys, 1 unsigned: " + head1[:7]; !strings.Contains(ours[0].Body, want) {
+		t.Errorf("the comment lacks %q:\n%s", want, ours[0].Body)
 	}
 	firstID := ours[0].ID
 

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/diff"
 	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/verify"
@@ -216,8 +217,11 @@ func secretKeys(ctx context.Context, e *env, ref config.SecretRef, targets []ver
 			return keys, nil
 		}
 	}
-	if len(targets) == 0 || read == nil {
-		return keys, fmt.Errorf("%s (verify secretRef): no %s variables and no cluster to read it from", name, "FERRY_SECRET_")
+	if read == nil {
+		return keys, nil // a diff reaches no cluster: the variables or nothing
+	}
+	if len(targets) == 0 {
+		return keys, fmt.Errorf("%s (verify secretRef): no FERRY_SECRET_ variables and no cluster to read it from", name)
 	}
 	s, err := read(ctx, targets[0].target, "Secret", ns, ref.Name)
 	if err != nil {
@@ -290,4 +294,49 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// prSignatures says how the head's commits verify with the keys the base
+// trusts: the trusted-keys input, and the key files and Secret variables
+// of the base's ferry.yaml verify block. Nil when no key is known and
+// none is required.
+func prSignatures(ctx context.Context, e *env, dir, base, head string, require bool) (*diff.Signatures, error) {
+	g, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return nil, fmt.Errorf("signatures: %w", err)
+	}
+	prefix, err := inRepository(g, dir)
+	if err != nil {
+		return nil, err
+	}
+	baseHash, headHash := plumbing.NewHash(base), plumbing.NewHash(head)
+	var asked config.Verification
+	if raw, err := verify.FileAt(g, baseHash, path.Join(prefix, config.FileName)); err == nil {
+		if f, err := config.ParseFile(raw); err == nil && f.Verify != nil {
+			asked.KeyFiles = f.Verify.Keys
+			if f.Verify.SecretRef != nil {
+				asked.SecretRefs = []config.SecretRef{*f.Verify.SecretRef}
+			}
+		}
+	}
+	var v verifyFlags
+	keys, err := v.keys(ctx, e, g, dir, asked, []string{base}, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("the base's trusted keys: %w", err)
+	}
+	if keys.Empty() {
+		if require {
+			return nil, errors.New("--require-signed: no trusted keys: give the trusted-keys input (" + trustedKeysVar + ") or verify.keys in the base's ferry.yaml")
+		}
+		return nil, nil
+	}
+	sum, err := verify.Commits(g, baseHash, headHash, keys)
+	if err != nil {
+		return nil, fmt.Errorf("signatures: %w", err)
+	}
+	out := &diff.Signatures{Commits: sum.Commits, Trusted: sum.Trusted}
+	for _, r := range sum.Refused {
+		out.Refused = append(out.Refused, diff.SignatureRefusal{Commit: strings.TrimPrefix(r.Object, "commit "), Author: r.Author, Signer: r.Signer, Reason: r.Reason})
+	}
+	return out, nil
 }

@@ -208,3 +208,47 @@ func kubeClient(t *testing.T) *kube.Client {
 	}
 	return c
 }
+
+// TestDiffSignatures: a pull request's diff says how its commits verify
+// with the keys the base trusts (its verify.keys files as of the base),
+// in text, markdown and JSON; a key the head adds to those files does not
+// count; --require-signed fails on an unsigned commit.
+func TestDiffSignatures(t *testing.T) {
+	alice := verifytest.SSHKey(t, "alice@example.com")
+	mallory := verifytest.SSHKey(t, "mallory@example.com")
+	r := verifytest.NewRepo(t)
+	r.Commit(nil, "ferry.yaml", "targets:\n  - {name: app, path: app}\nverify: {mode: HEAD, keys: [keys]}\n")
+	r.Commit(nil, "keys/alice", alice.AllowedSigners+"\n")
+	base := r.Commit(&alice, "app/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: apps}\ndata: {value: one}\n")
+	r.Git(nil, "checkout", "-q", "-b", "pr")
+	r.Commit(&alice, "app/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: apps}\ndata: {value: two}\n")
+	unsigned := r.Commit(nil, "app/other.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: apps}\ndata: {value: x}\n")
+	r.Commit(nil, "keys/mallory", mallory.AllowedSigners+"\n")
+	byMallory := r.Commit(&mallory, "app/other.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: apps}\ndata: {value: y}\n")
+	head := r.Git(nil, "rev-parse", "HEAD")
+
+	diffArgs := []string{"diff", "--repo", r.Dir, "--base", base, "--head", head}
+	res := ferry(t, nil, diffArgs...)
+	want := "signatures (the base's trusted keys): 4 commits, 1 signed by trusted keys, 1 signed by a key that is not trusted: " + byMallory[:7] + ", 2 unsigned: "
+	if res.code != 0 || !strings.Contains(res.stdout, want) || !strings.Contains(res.stdout, unsigned[:7]) {
+		t.Errorf("text: exit %d, want %q:\n%s%s", res.code, want, res.stdout, res.stderr)
+	}
+	md := ferry(t, nil, append(diffArgs, "--format", "markdown")...)
+	if !strings.Contains(md.stdout, "⚠️ **Signatures** (the base's trusted keys): 4 commits, 1 signed by trusted keys") {
+		t.Errorf("markdown lacks the signatures line:\n%s", md.stdout)
+	}
+	js := ferry(t, nil, append(diffArgs, "--format", "json")...)
+	if !strings.Contains(js.stdout, `"signatures": {`) || !strings.Contains(js.stdout, `"reason": "unsigned"`) {
+		t.Errorf("json lacks the signatures:\n%s", js.stdout)
+	}
+	req := ferry(t, nil, append(diffArgs, "--require-signed")...)
+	if req.code != exitError || !strings.Contains(req.stderr, "--require-signed: 4 commits, 1 signed by trusted keys") {
+		t.Errorf("--require-signed: exit %d:\n%s", req.code, req.stderr)
+	}
+	// Only the signed commit: every commit verifies.
+	signedHead := r.Git(nil, "rev-parse", "pr~3")
+	ok := ferry(t, nil, "diff", "--repo", r.Dir, "--base", base, "--head", signedHead, "--require-signed")
+	if ok.code != 0 || !strings.Contains(ok.stdout, "1 commit, 1 signed by trusted keys\n") {
+		t.Errorf("a signed pull request: exit %d:\n%s%s", ok.code, ok.stdout, ok.stderr)
+	}
+}

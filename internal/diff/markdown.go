@@ -22,6 +22,13 @@ func Markdown(r *Report) []string {
 	var blocks []string
 	var b strings.Builder
 	fmt.Fprintf(&b, "### ferry diff %s → %s\n\n", markdown.Code(shortHash(r.Base)), markdown.Code(shortHash(r.Head)))
+	if s := r.Signatures; s != nil {
+		mark := "✅"
+		if !s.OK() {
+			mark = "⚠️"
+		}
+		fmt.Fprintf(&b, "%s **Signatures** (the base's trusted keys): %s\n\n", mark, markdown.Text(s.Line()))
+	}
 	if !r.Changed() {
 		b.WriteString("No differences in the rendered manifests.\n")
 		writeBroken(&b, r)

@@ -231,6 +231,9 @@ type Report struct {
 	// Warnings are report-wide (deletions, immutable fields), each
 	// prefixed with its target and object.
 	Warnings []string `json:"warnings,omitempty"`
+	// Signatures, when trusted keys are known, say how the head's
+	// commits verify with the base's keys.
+	Signatures *Signatures `json:"signatures,omitempty"`
 }
 
 // Changed reports whether any object differs or any target failed.

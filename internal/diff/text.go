@@ -27,6 +27,13 @@ func Text(w io.Writer, r *Report, color bool) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "ferry diff %s..%s\n", shortHash(r.Base), shortHash(r.Head))
+	if s := r.Signatures; s != nil {
+		line := "signatures (the base's trusted keys): " + s.Line()
+		if !s.OK() {
+			line = paint(yellow, line)
+		}
+		b.WriteString(line + "\n")
+	}
 	if !r.Changed() {
 		b.WriteString("no differences in the rendered manifests\n")
 		writeBrokenText(&b, r)

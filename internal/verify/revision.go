@@ -129,3 +129,47 @@ func since(repo *git.Repository, head *object.Commit, last plumbing.Hash, keys K
 	})
 	return out, err
 }
+
+// Summary is how the commits of a change verify: how many, how many a
+// trusted key signed, and each refused one.
+type Summary struct {
+	Commits int
+	Trusted int
+	Refused []*Error
+}
+
+// Commits verifies each commit reachable from head and not from base
+// with keys (the pull request's commits, with the base's keys).
+func Commits(repo *git.Repository, base, head plumbing.Hash, keys Keys) (Summary, error) {
+	headCommit, err := repo.CommitObject(head)
+	if err != nil {
+		return Summary{}, fmt.Errorf("head %s: %w", head, err)
+	}
+	baseCommit, err := repo.CommitObject(base)
+	if err != nil {
+		return Summary{}, fmt.Errorf("base %s: %w", base, err)
+	}
+	seen := map[plumbing.Hash]bool{}
+	if err := object.NewCommitPreorderIter(baseCommit, nil, nil).ForEach(func(c *object.Commit) error {
+		seen[c.Hash] = true
+		return nil
+	}); err != nil {
+		return Summary{}, err
+	}
+	var s Summary
+	err = object.NewCommitPreorderIter(headCommit, seen, nil).ForEach(func(c *object.Commit) error {
+		s.Commits++
+		_, err := Commit(c, keys)
+		var ve *Error
+		switch {
+		case err == nil:
+			s.Trusted++
+		case errors.As(err, &ve):
+			s.Refused = append(s.Refused, ve)
+		default:
+			return err
+		}
+		return nil
+	})
+	return s, err
+}
