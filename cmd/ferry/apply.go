@@ -105,7 +105,7 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	e.Output("pruned", strconv.Itoa(kube.CountAll(sets, kube.Pruned)))
 	e.Summary(kube.MarkdownChangeSets(sets))
 	if !o.apply.DryRun {
-		e.notify(ctx, o.notify, repo, applyEvents(targets, sets))
+		e.notify(ctx, o.notify, repo, o.verify.mark(applyEvents(targets, sets)))
 	}
 	return applyErr
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/diff"
+	"github.com/ferry-ci/ferry/internal/event"
 	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/verify"
@@ -31,6 +32,9 @@ type verifyFlags struct {
 	mode string
 	rng  bool
 	skip bool
+	// skipped is set when --skip-verify let an unverified revision
+	// through: the run's notifications say so.
+	skipped string
 }
 
 // register adds the flags; prefix starts each usage ("with --heal: ").
@@ -105,6 +109,7 @@ func (v *verifyFlags) check(ctx context.Context, e *env, repo *config.Repo, revi
 		msg := "signature verification skipped (--skip-verify): " + kube.ShortRevision(revision) + " was not checked against " + strings.Join(pol.Sources, ", ")
 		e.warn("Signature verification skipped", msg)
 		e.Summary("> [!WARNING]\n> **Signature verification skipped** (`--skip-verify`): " + kube.ShortRevision(revision) + " was applied unverified.\n")
+		v.skipped = "Signature verification skipped (--skip-verify): " + kube.ShortRevision(revision) + " is unverified."
 		return string(pol.Mode), nil
 	}
 	g, err := git.PlainOpenWithOptions(repo.Root, &git.PlainOpenOptions{DetectDotGit: true})
@@ -140,6 +145,23 @@ func (v *verifyFlags) check(ctx context.Context, e *env, repo *config.Repo, revi
 	fmt.Fprintln(e.stderr, "ferry: verified "+strings.Join(lines, "; "))
 	e.Summary("**Signatures verified** (" + string(pol.Mode) + "): " + strings.Join(lines, "; ") + "\n")
 	return string(pol.Mode), nil
+}
+
+// mark says in each event that verification was skipped, if it was.
+func (v *verifyFlags) mark(events map[string][]event.Event) map[string][]event.Event {
+	if v.skipped == "" {
+		return events
+	}
+	for _, evs := range events {
+		for i := range evs {
+			evs[i].Message = v.skipped + " " + evs[i].Message
+			if evs[i].Metadata == nil {
+				evs[i].Metadata = map[string]string{}
+			}
+			evs[i].Metadata["verification"] = "skipped"
+		}
+	}
+	return events
 }
 
 // keys are the trusted keys: the step's input, the Secrets the policy

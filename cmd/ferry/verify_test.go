@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -184,15 +186,25 @@ func TestVerificationCannotBeTurnedOffByTheRevision(t *testing.T) {
 	own := f.commit(&mallory, "mallory")
 	refusedApply(t, f.apply(own), "commit "+own[:7], "signed by a key that is not trusted")
 	// An unsigned commit that drops the verify block.
-	f.repo.Commit(nil, "ferry.yaml", "targets:\n  - {name: app, path: app}\n")
+	f.repo.Commit(nil, "ferry.yaml", "targets:\n  - {name: app, path: app}\nnotifications:\n  providers:\n    - {name: hook, type: generic, address: http://127.0.0.1:1/hook}\n"+
+		"  alerts:\n    - {name: all, providerRef: {name: hook}, eventSources: [{kind: Kustomization, name: \"*\"}]}\n")
 	dropped := f.commit(nil, "unverified")
 	refusedApply(t, f.apply(dropped), "the last apply of target app (HEAD)", "unsigned")
 	if v := f.value(); v != "two" {
 		t.Errorf("the ConfigMap holds %q, want two", v)
 	}
-	res := f.apply(dropped, "--skip-verify")
+	// Loud in the log, the step summary and the notifications.
+	summary := filepath.Join(t.TempDir(), "summary.md")
+	f.vars["GITHUB_ACTIONS"], f.vars["GITHUB_STEP_SUMMARY"], f.vars["GITHUB_OUTPUT"] = "true", summary, filepath.Join(t.TempDir(), "output")
+	res := f.apply(dropped, "--skip-verify", "--notify-dry-run")
 	if res.code != 0 || f.value() != "unverified" || !strings.Contains(res.stderr, "signature verification skipped (--skip-verify)") {
 		t.Errorf("--skip-verify: exit %d, value %q:\n%s", res.code, f.value(), res.stderr)
+	}
+	if b, err := os.ReadFile(summary); err != nil || !strings.Contains(string(b), "**Signature verification skipped** (`--skip-verify`)") {
+		t.Errorf("the step summary does not say it (%v):\n%s", err, b)
+	}
+	if !strings.Contains(res.stdout, "Signature verification skipped (--skip-verify): "+kube.ShortRevision(dropped)+" is unverified. Applied revision") || !strings.Contains(res.stdout, `"verification": "skipped"`) {
+		t.Errorf("the notification does not say it:\n%s", res.stdout)
 	}
 	inv, err := kubeClient(t).ReadInventory(context.Background(), "app", f.ns)
 	if err != nil || inv.Verify != "HEAD" {
