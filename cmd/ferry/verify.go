@@ -223,7 +223,10 @@ func secretKeys(ctx context.Context, e *env, ref config.SecretRef, targets []ver
 	if prefix, ok := images.SecretEnv(ref.Name); ok {
 		var vars []string
 		for _, kv := range e.environ() {
-			if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, prefix+"_") {
+			// A key's spelling starts with a letter or digit: a "_" next
+			// is another Secret's (git-keys' variables to git's prefix).
+			k, _, _ := strings.Cut(kv, "=")
+			if rest, ok := strings.CutPrefix(k, prefix+"_"); ok && rest != "" && rest[0] != '_' {
 				vars = append(vars, k)
 			}
 		}
