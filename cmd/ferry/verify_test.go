@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -131,6 +132,29 @@ func TestVerifiedApply(t *testing.T) {
 			}
 		})
 	}
+	t.Run("keys of a Secret", func(t *testing.T) {
+		f := newSignedFleet(t, "")
+		f.repo.Commit(nil, "ferry.yaml", "targets:\n  - {name: app, path: app}\nverify: {mode: HEAD, secretRef: {name: git-keys, namespace: "+f.ns+"}}\n")
+		// Its variables, as a workflow passes a Secret's keys.
+		f.vars["FERRY_SECRET_GIT__KEYS_ALICE_PUB"] = sshKey.Public
+		if res := f.apply(f.commit(&sshKey, "from-variables")); res.code != 0 {
+			t.Fatalf("keys from FERRY_SECRET_GIT__KEYS_*: exit %d:\n%s", res.code, res.stderr)
+		}
+		// Without them, the Secret in the cluster, read with get.
+		delete(f.vars, "FERRY_SECRET_GIT__KEYS_ALICE_PUB")
+		cs := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+		_, err := cs.CoreV1().Secrets(f.ns).Create(context.Background(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "git-keys", Namespace: f.ns},
+			Data:       map[string][]byte{"alice.pub": []byte(sshKey.Public), "old.asc": []byte(expired.Public)},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := f.apply(f.commit(&sshKey, "from-cluster")); res.code != 0 || f.value() != "from-cluster" {
+			t.Fatalf("keys from the cluster's Secret: exit %d:\n%s", res.code, res.stderr)
+		}
+		refusedApply(t, f.apply(f.commit(&stranger, "x")), "signed by a key that is not trusted")
+	})
 	t.Run("unsigned tag in Tag mode", func(t *testing.T) {
 		f := newSignedFleet(t, "verify: {mode: Tag}\n")
 		f.vars["FERRY_TRUSTED_KEYS"] = trusted
