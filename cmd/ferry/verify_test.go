@@ -155,6 +155,28 @@ func TestVerifiedApply(t *testing.T) {
 		}
 		refusedApply(t, f.apply(f.commit(&stranger, "x")), "signed by a key that is not trusted")
 	})
+	t.Run("drift --heal", func(t *testing.T) {
+		f := newSignedFleet(t, "verify: {mode: HEAD}\n")
+		f.vars["FERRY_TRUSTED_KEYS"] = trusted
+		if res := f.apply(f.commit(&sshKey, "one")); res.code != 0 {
+			t.Fatalf("apply: %s", res.stderr)
+		}
+		unsigned := f.commit(nil, "two")
+		heal := func(rev string) result {
+			return ferry(t, f.vars, "drift", "--repo", f.repo.Dir, "--revision", rev, "--kubeconfig-env", "TEST_KUBECONFIG", "--inventory-namespace", f.ns, "--heal", "--report", "none")
+		}
+		res := heal(unsigned)
+		if res.code != exitError || !strings.Contains(res.stderr, "nothing was checked or healed") || !strings.Contains(res.stderr, "commit "+unsigned[:7]) {
+			t.Errorf("drift --heal of an unsigned commit: exit %d:\n%s", res.code, res.stderr)
+		}
+		if v := f.value(); v != "one" {
+			t.Errorf("the heal wrote %q", v)
+		}
+		signed := f.commit(&sshKey, "three")
+		if res := heal(signed); res.code != 0 || f.value() != "three" {
+			t.Errorf("drift --heal of a signed commit: exit %d, value %q:\n%s", res.code, f.value(), res.stderr)
+		}
+	})
 	t.Run("unsigned tag in Tag mode", func(t *testing.T) {
 		f := newSignedFleet(t, "verify: {mode: Tag}\n")
 		f.vars["FERRY_TRUSTED_KEYS"] = trusted
