@@ -1,0 +1,295 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/images"
+)
+
+// Applied is what a target's last apply recorded: the revision and the
+// verification mode it was held to.
+type Applied struct {
+	Target, Revision, Mode string
+}
+
+// Sources are where a run finds trusted keys besides the repository.
+type Sources struct {
+	// TrustedKeys is the step's trusted-keys input.
+	TrustedKeys string
+	// Environ lists KEY=value: a Secret's FERRY_SECRET_<NAME>_* variables.
+	Environ []string
+	// ReadSecret reads a Secret's data from a cluster (get); nil reads
+	// none.
+	ReadSecret func(ctx context.Context, namespace, name string) (map[string][]byte, error)
+}
+
+// Run is one apply's (or heal's) verification of Revision in the
+// repository at Dir (a folder of a Git work tree).
+type Run struct {
+	Dir, Revision string
+	// Mode is the step's --verify; Range its --verify-range.
+	Mode  string
+	Range bool
+	// Asked is what the revision's ferry.yaml and GitRepositories ask.
+	Asked config.Verification
+	// Applied are the targets' last applies.
+	Applied []Applied
+	Sources Sources
+}
+
+// Outcome is a verification's result: the mode it held the revision to
+// (to record), who asked, what verified, and notes for the log.
+type Outcome struct {
+	Mode   Mode
+	Asked  []string
+	Signed []Signed
+	Notes  []string
+}
+
+// Policy is the mode and range r is held to: the strongest any source
+// asks, the mode the targets' last applies recorded included.
+func (r Run) Policy() (Policy, error) {
+	var pol Policy
+	if err := pol.Ask(r.Mode, "--verify"); err != nil {
+		return pol, err
+	}
+	for i, m := range r.Asked.Modes {
+		if err := pol.Ask(m, r.Asked.Sources[i]); err != nil {
+			return pol, err
+		}
+	}
+	for _, a := range r.Applied {
+		if err := pol.Ask(a.Mode, "the last apply of target "+a.Target); err != nil {
+			return pol, err
+		}
+	}
+	pol.Range = r.Range || r.Asked.Range
+	if pol.Range && pol.Mode == "" {
+		pol.Mode = HEAD
+	}
+	return pol, nil
+}
+
+// Check verifies the revision as its policy asks; a zero Outcome when
+// nothing asks. The keys come from the sources and the repository's key
+// files as of each last applied revision, never from the revision.
+func (r Run) Check(ctx context.Context) (Outcome, error) {
+	pol, err := r.Policy()
+	if err != nil || pol.Mode == "" {
+		return Outcome{}, err
+	}
+	out := Outcome{Mode: pol.Mode, Asked: pol.Sources}
+	g, err := git.PlainOpenWithOptions(r.Dir, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return out, fmt.Errorf("signature verification needs the repository's history: %w", err)
+	}
+	var last []string
+	for _, a := range r.Applied {
+		if a.Revision != "" && a.Revision != r.Revision && !slices.Contains(last, a.Revision) {
+			last = append(last, a.Revision)
+		}
+	}
+	if len(last) == 0 && len(r.Asked.KeyFiles) > 0 {
+		out.Notes = append(out.Notes, "verify.keys are read as of the last applied revision, and no target has one yet: this first apply trusts only the trusted-keys input and secretRef keys")
+	}
+	keys, err := r.Sources.keys(ctx, g, r.Dir, r.Asked, last)
+	if err != nil {
+		return out, err
+	}
+	rev, err := g.ResolveRevision(plumbing.Revision(r.Revision))
+	if err != nil {
+		return out, fmt.Errorf("revision %s: %w", r.Revision, err)
+	}
+	since := []plumbing.Hash{plumbing.ZeroHash}
+	if pol.Range && len(last) > 0 {
+		since = since[:0]
+		for _, l := range last {
+			since = append(since, plumbing.NewHash(l))
+		}
+	}
+	for _, s := range since {
+		got, err := Revision(g, *rev, Options{Mode: pol.Mode, Keys: keys, Since: s})
+		if err != nil {
+			return out, fmt.Errorf("signature verification (%s): %w", strings.Join(pol.Sources, ", "), err)
+		}
+		out.Signed = append(out.Signed, got...)
+	}
+	return out, nil
+}
+
+// PullRequest says how the commits from base to head verify with the
+// keys the base trusts: the sources, and the key files and Secret
+// variables of the base's ferry.yaml verify block. Nil when no key is
+// known and none is required.
+func PullRequest(ctx context.Context, dir, base, head string, src Sources, require bool) (*Summary, error) {
+	g, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return nil, fmt.Errorf("signatures: %w", err)
+	}
+	var asked config.Verification
+	if f := fileAtRevision(g, dir, base); f != nil && f.Verify != nil {
+		asked.KeyFiles = f.Verify.Keys
+		if f.Verify.SecretRef != nil {
+			asked.SecretRefs = []config.SecretRef{*f.Verify.SecretRef}
+		}
+	}
+	src.ReadSecret = nil // a diff reaches no cluster for keys
+	keys, err := src.keys(ctx, g, dir, asked, []string{base})
+	if err != nil {
+		return nil, fmt.Errorf("the base's trusted keys: %w", err)
+	}
+	if keys.Empty() {
+		if require {
+			return nil, errors.New("--require-signed: no trusted keys: give the trusted-keys input or verify.keys in the base's ferry.yaml")
+		}
+		return nil, nil
+	}
+	sum, err := Commits(g, plumbing.NewHash(base), plumbing.NewHash(head), keys)
+	if err != nil {
+		return nil, fmt.Errorf("signatures: %w", err)
+	}
+	return &sum, nil
+}
+
+// keys are the trusted keys: the input, the Secrets asked names, and the
+// key files at each last applied revision (those its ferry.yaml named
+// too: dropping verify.keys does not drop the keys).
+func (s Sources) keys(ctx context.Context, g *git.Repository, dir string, asked config.Verification, last []string) (Keys, error) {
+	var keys Keys
+	if strings.TrimSpace(s.TrustedKeys) != "" {
+		k, err := ParseKeys("the trusted-keys input", []byte(s.TrustedKeys))
+		if err != nil {
+			return keys, err
+		}
+		keys.Add(k)
+	}
+	for _, ref := range asked.SecretRefs {
+		k, err := s.secretKeys(ctx, ref)
+		if err != nil {
+			return keys, err
+		}
+		keys.Add(k)
+	}
+	prefix, err := inRepository(g, dir)
+	if err != nil {
+		return keys, err
+	}
+	for _, l := range last {
+		paths := slices.Clone(asked.KeyFiles)
+		if f := fileAtRevision(g, dir, l); f != nil && f.Verify != nil {
+			paths = append(paths, f.Verify.Keys...)
+		}
+		for i := range paths {
+			paths[i] = path.Join(prefix, paths[i])
+		}
+		k, err := KeysAt(g, plumbing.NewHash(l), slices.Compact(slices.Sorted(slices.Values(paths))))
+		if err != nil {
+			return keys, err
+		}
+		keys.Add(k)
+	}
+	return keys, nil
+}
+
+// secretKeys reads the keys of a Secret: its FERRY_SECRET_<NAME>_*
+// variables, else the Secret in the cluster (when s can read one).
+func (s Sources) secretKeys(ctx context.Context, ref config.SecretRef) (Keys, error) {
+	ns := ref.Namespace
+	if ns == "" {
+		ns = config.DefaultNamespace
+	}
+	name := "Secret/" + ns + "/" + ref.Name
+	var keys Keys
+	if prefix, ok := images.SecretEnv(ref.Name); ok {
+		found := false
+		for _, kv := range slices.Sorted(slices.Values(s.Environ)) {
+			// A key's spelling starts with a letter or digit: a "_" next
+			// is another Secret's (git-keys' variables to git's prefix).
+			k, v, _ := strings.Cut(kv, "=")
+			rest, ok := strings.CutPrefix(k, prefix+"_")
+			if !ok || rest == "" || rest[0] == '_' {
+				continue
+			}
+			got, err := ParseKeys(name+" ("+k+")", []byte(v))
+			if err != nil {
+				return keys, err
+			}
+			keys.Add(got)
+			found = true
+		}
+		if found {
+			return keys, nil
+		}
+	}
+	if s.ReadSecret == nil {
+		return keys, nil
+	}
+	data, err := s.ReadSecret(ctx, ns, ref.Name)
+	if err != nil {
+		return keys, fmt.Errorf("%s (verify secretRef): %w", name, err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		got, err := ParseKeys(name+" key "+k, data[k])
+		if err != nil {
+			return keys, err
+		}
+		keys.Add(got)
+	}
+	if keys.Empty() {
+		return keys, errors.New(name + " (verify secretRef) holds no keys")
+	}
+	return keys, nil
+}
+
+// fileAtRevision is the ferry.yaml of dir at rev, nil when it has none
+// or it does not parse.
+func fileAtRevision(g *git.Repository, dir, rev string) *config.File {
+	prefix, err := inRepository(g, dir)
+	if err != nil {
+		return nil
+	}
+	raw, err := FileAt(g, plumbing.NewHash(rev), path.Join(prefix, config.FileName))
+	if err != nil {
+		return nil
+	}
+	f, err := config.ParseFile(raw)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// inRepository is dir's path in g's work tree ("" at its top), slashed.
+func inRepository(g *git.Repository, dir string) (string, error) {
+	wt, err := g.Worktree()
+	if err != nil {
+		return "", err
+	}
+	top, err := filepath.EvalSymlinks(wt.Filesystem.Root())
+	if err != nil {
+		return "", err
+	}
+	abs, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(top, abs)
+	if err != nil || rel != "." && !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("repository %s is not inside its Git work tree %s", dir, top)
+	}
+	if rel == "." {
+		return "", nil
+	}
+	return filepath.ToSlash(rel), nil
+}
