@@ -208,3 +208,20 @@ func TestParseKeys(t *testing.T) {
 		t.Errorf("no keys: %v", err)
 	}
 }
+
+// FuzzParseKeys: any input is read as keys or refused with an error
+// naming the source, never a panic.
+func FuzzParseKeys(f *testing.F) {
+	f.Add([]byte("alice@example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOfxHh8V2xo3vY9Jg9eRkUSSq3nWxXUhbqHXaP+5MAv1 alice\n"))
+	f.Add([]byte("-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmDMEZ\n-----END PGP PUBLIC KEY BLOCK-----\n"))
+	f.Add([]byte("# comment\n\nssh-rsa AAAA\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		k, err := verify.ParseKeys("fuzz", data)
+		if err != nil && !strings.HasPrefix(err.Error(), "fuzz") {
+			t.Errorf("error does not name the source: %v", err)
+		}
+		if err == nil && k.Empty() {
+			t.Error("no error and no keys")
+		}
+	})
+}
