@@ -69,12 +69,6 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 		return err
 	}
 	defer repo.Close()
-	revision, _ := e.CheckedOut(repo.Root, o.revision)
-	if o.apply.Verify, err = o.verify.before(ctx, e, &o.cluster, repo, targets, revision, o.apply.InventoryNamespace); err != nil {
-		err = fmt.Errorf("nothing was applied: %w", err)
-		o.notifyNothingApplied(ctx, e, repo, targets, err)
-		return err
-	}
 	fleet, preflight, err := o.fleet(ctx, e, repo, targets)
 	if err != nil {
 		err = fmt.Errorf("nothing was applied: %w", err)
@@ -190,6 +184,11 @@ func (o *applyOptions) fleet(ctx context.Context, e *env, repo *config.Repo, tar
 	}
 	o.checkKubeVersions(e, targets, clients, results)
 	revision, isAncestor := e.CheckedOut(repo.Root, o.revision)
+	// Signatures are checked once everything rendered (nothing reaches a
+	// cluster for a revision that does not render) and before any write.
+	if o.apply.Verify, err = o.verify.before(ctx, e, &o.cluster, repo, targets, revision, o.apply.InventoryNamespace); err != nil {
+		return nil, false, err
+	}
 	fleet := make([]kube.FleetTarget, len(targets))
 	for i, t := range targets {
 		opts := o.apply
