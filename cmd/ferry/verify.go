@@ -49,7 +49,7 @@ func (v *verifyFlags) before(ctx context.Context, e *env, cluster *clusterFlags,
 		}
 		inv, err := c.ReadInventory(ctx, t.Name, inventoryNS)
 		if err != nil {
-			return "", fmt.Errorf("target %q: reading the last apply: %w", t.Name, err)
+			return "", fmt.Errorf("target %q: cluster %s: reading the last apply: %w", t.Name, c.Host, err)
 		}
 		run.Applied = append(run.Applied, verify.Applied{Target: t.Name, Revision: inv.Revision, Mode: inv.Verify})
 	}
