@@ -68,18 +68,23 @@ func (e *Env) ClusterOptions(ctx context.Context, t *config.Target, c Cluster) (
 func (e *Env) keyless(ctx context.Context, t *config.Target) (kube.ClientOptions, error) {
 	e.keylessMu.Lock()
 	defer e.keylessMu.Unlock()
-	if opts, ok := e.keylessOpts[t.Cluster]; ok {
-		return opts, nil
+	if c, ok := e.keylessOpts[t.Cluster]; ok {
+		return c.opts, c.err
 	}
 	opts, err := e.connect(ctx, t)
-	if err != nil {
-		return opts, err
-	}
 	if e.keylessOpts == nil {
-		e.keylessOpts = map[string]kube.ClientOptions{}
+		e.keylessOpts = map[string]keylessCluster{}
 	}
-	e.keylessOpts[t.Cluster] = opts
-	return opts, nil
+	// A refusal is kept too: the cluster's other targets get the same
+	// answer without asking the cloud again.
+	e.keylessOpts[t.Cluster] = keylessCluster{opts, err}
+	return opts, err
+}
+
+// keylessCluster is a cluster's set-up: its client options, or why not.
+type keylessCluster struct {
+	opts kube.ClientOptions
+	err  error
 }
 
 func (e *Env) connect(ctx context.Context, t *config.Target) (kube.ClientOptions, error) {

@@ -15,7 +15,6 @@ import (
 	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/images"
-	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
@@ -54,7 +53,7 @@ type Env struct {
 	// keylessOpts are the client options of each cluster reached by the
 	// job's identity, set up once per run (see keyless).
 	keylessMu   sync.Mutex
-	keylessOpts map[string]kube.ClientOptions
+	keylessOpts map[string]keylessCluster
 }
 
 // New reads the environment through getenv and environ (os.Getenv and
