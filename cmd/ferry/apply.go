@@ -182,7 +182,9 @@ func (o *applyOptions) fleet(ctx context.Context, e *env, repo *config.Repo, tar
 	if len(clientErrs) > 0 {
 		return nil, false, errors.Join(clientErrs...)
 	}
-	o.checkKubeVersions(e, targets, clients, results)
+	for _, w := range kube.VersionWarnings(clients, kubeVersions(targets, results)) {
+		e.warn("Kubernetes version", w)
+	}
 	revision, isAncestor := e.CheckedOut(repo.Root, o.revision)
 	// Signatures are checked once everything rendered (nothing reaches a
 	// cluster for a revision that does not render) and before any write.
@@ -199,25 +201,14 @@ func (o *applyOptions) fleet(ctx context.Context, e *env, repo *config.Repo, tar
 	return fleet, preflight, nil
 }
 
-// checkKubeVersions warns, once per cluster, when the Kubernetes version
-// a cluster serves differs in major or minor from the one its targets'
-// HelmReleases were rendered for: a chart may render otherwise for it,
-// and the PR's diff showed the render, not what the cluster would get.
-func (o *applyOptions) checkKubeVersions(e *env, targets []*config.Target, clients []*kube.Client, results []*render.Result) {
-	checked := map[*kube.Client]bool{}
+
+// kubeVersions are the Kubernetes versions each target's HelmReleases were
+// rendered for ("" for none), for kube.VersionWarnings.
+func kubeVersions(targets []*config.Target, results []*render.Result) []kube.RenderedFor {
+	out := make([]kube.RenderedFor, len(targets))
 	for i, t := range targets {
-		want, ok := t.ChartKubeVersion(results[i])
-		if !ok || checked[clients[i]] {
-			continue
-		}
-		checked[clients[i]] = true
-		live, err := clients[i].ServerVersion()
-		if err != nil {
-			continue // the apply reports an unreachable cluster itself
-		}
-		if !kube.SameMinor(live, want) {
-			msg := fmt.Sprintf("cluster %s serves Kubernetes %s, and the HelmReleases of target %q were rendered for %s: declare the cluster's kubeVersion in ferry.yaml so diffs render what applies", clients[i].Host, live, t.Name, want)
-			e.warn("Kubernetes version", msg)
-		}
+		out[i].Target = t.Name
+		out[i].Version, _ = t.ChartKubeVersion(results[i])
 	}
+	return out
 }

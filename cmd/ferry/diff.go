@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/notify"
 	"github.com/ferry-ci/ferry/internal/output"
+	"github.com/ferry-ci/ferry/internal/verify"
 )
 
 type diffOptions struct {
@@ -100,7 +101,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	if report.Signatures, err = prSignatures(ctx, e, o.repo.Dir, report.Base, report.Head, o.requireSigned); err != nil {
+	if report.Signatures, err = verify.PullRequest(ctx, o.repo.Dir, report.Base, report.Head, e.KeySources(), o.requireSigned); err != nil {
 		return err
 	}
 	blocks := diff.Markdown(report)

@@ -92,7 +92,7 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 			return fmt.Errorf("nothing was checked or healed: %w", err)
 		}
 	}
-	checks, byName := driftTargets(ctx, repo, targets)
+	checks, byName := drift.Targets(ctx, repo, targets)
 	connect := func(name string) (*kube.Client, error) { return o.cluster.client(ctx, e, byName[name]) }
 	reports, revision := o.detect(ctx, e, repo, checks, connect)
 	var issueErr error
@@ -160,27 +160,6 @@ func (o *driftOptions) issueSync(e *env) (func(context.Context, []*drift.Report,
 	return func(ctx context.Context, reports []*drift.Report, revision string) error {
 		return drift.SyncIssues(ctx, f, o.issueLabel, reports, revision, e.RunURL(), e.Masker.Mask)
 	}, nil
-}
-
-// driftTargets renders every target first (a Repo renders one at a time);
-// a target that fails is an error of its own, never "everything is
-// missing".
-func driftTargets(ctx context.Context, repo *config.Repo, targets []*config.Target) ([]drift.Target, map[string]*config.Target) {
-	checks := make([]drift.Target, len(targets))
-	byName := make(map[string]*config.Target, len(targets))
-	for i, t := range targets {
-		byName[t.Name] = t
-		checks[i] = drift.Target{Name: t.Name, Cluster: t.Cluster, Source: t.EventSource(), DependsOn: t.DependsOn, Prune: t.Prune}
-		if checks[i].Err = repo.Blocked(t); checks[i].Err != nil {
-			continue
-		}
-		if res, err := repo.Render(ctx, t); err != nil {
-			checks[i].Err = err
-		} else {
-			checks[i].Objects = res.Set.Objects
-		}
-	}
-	return checks, byName
 }
 
 // driftStatus is the run's outcome: an error naming the targets that could

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"reflect"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/confine"
-	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/output"
 	"github.com/ferry-ci/ferry/internal/render"
 )
@@ -71,7 +69,9 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 			fmt.Fprintln(e.stderr, "ferry: warning: "+warning)
 		}
 	}
-	hideCredentials(e, results)
+	for _, w := range render.HideIn(results, e.Credentials.MaskValue) {
+		e.warn("Credential in a manifest", w)
+	}
 	if o.outDir != "" {
 		out, err := confine.OpenNamed(o.outDir)
 		if err != nil {
@@ -88,23 +88,6 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 	return err
 }
 
-// hideCredentials masks ferry's own credentials (its tokens, the
-// FERRY_SECRET_* and registry passwords of its environment) in the
-// rendered objects, before they are encoded: render shows decrypted
-// values by design, never the runner's. An object that holds one is
-// named in a warning, as it is printed with *** in its place.
-func hideCredentials(e *env, results []*render.Result) {
-	for _, res := range results {
-		for _, o := range res.Set.Objects {
-			masked, ok := e.Credentials.MaskValue(o.Object).(map[string]any)
-			if !ok || reflect.DeepEqual(masked, o.Object) {
-				continue
-			}
-			o.Object = masked
-			fmt.Fprintf(e.stderr, "ferry: warning: target %q: %s holds a credential of ferry's environment (a token, FERRY_SECRET_* or registry password); it is printed as ***\n", res.Name, manifest.IDOf(o))
-		}
-	}
-}
 
 // printListing lists every target with its state. A failed target fails
 // only the commands that select it, so the listing itself succeeds.

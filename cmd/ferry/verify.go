@@ -2,46 +2,37 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/ferry-ci/ferry/internal/config"
-	"github.com/ferry-ci/ferry/internal/diff"
 	"github.com/ferry-ci/ferry/internal/event"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/verify"
 )
 
-// trustedKeysVar holds the step's trusted-keys input: armored OpenPGP
-// keys and SSH public keys.
-const trustedKeysVar = "FERRY_TRUSTED_KEYS"
-
-// verifyFlags hold apply's (and drift --heal's) signature verification.
+// verifyFlags hold apply's (and drift --heal's) signature verification
+// and, once checked, what every notification of the run says of it.
 type verifyFlags struct {
-	mode string
-	rng  bool
-	skip bool
-	// skipped is set when --skip-verify let an unverified revision
-	// through: the run's notifications say so.
-	skipped string
+	run  verify.Run
+	note string
 }
 
 // register adds the flags; prefix starts each usage ("with --heal: ").
 func (v *verifyFlags) register(f *pflag.FlagSet, prefix string) {
-	f.StringVar(&v.mode, "verify", "", prefix+"apply only revisions signed by a trusted key: HEAD, Tag or TagAndHEAD (at least: ferry.yaml's verify, a GitRepository's spec.verify and the mode the last apply was held to hold too); keys from $"+trustedKeysVar)
-	f.BoolVar(&v.rng, "verify-range", false, prefix+"also verify every commit since the last applied revision, so an unsigned commit cannot hide behind a signed merge")
-	f.BoolVar(&v.skip, "skip-verify", false, prefix+"apply without verifying signatures; said in the log, the step summary and the notifications")
+	f.StringVar(&v.run.Mode, "verify", "", prefix+"apply only revisions signed by a trusted key: HEAD, Tag or TagAndHEAD (at least: ferry.yaml's verify, a GitRepository's spec.verify and the mode the last apply was held to hold too); keys from $"+verify.TrustedKeysVar)
+	f.BoolVar(&v.run.Range, "verify-range", false, prefix+"also verify every commit since the last applied revision, so an unsigned commit cannot hide behind a signed merge")
+	f.BoolVar(&v.run.Skip, "skip-verify", false, prefix+"apply without verifying signatures; said in the log, the step summary and the notifications")
 }
 
 // before checks the signatures of the revision about to be applied to
 // targets (verify.Run) before anything is written, and returns the mode
-// to record on the inventories. The reads before it are the targets'
-// inventories (get): the revision and mode their last apply recorded.
+// to record on the inventories. It reads the targets' inventories (get)
+// for the revision and mode their last apply recorded.
 func (v *verifyFlags) before(ctx context.Context, e *env, cluster *clusterFlags, repo *config.Repo, targets []*config.Target, revision, inventoryNS string) (string, error) {
-	run := verify.Run{Dir: repo.Root, Revision: revision, Mode: v.mode, Range: v.rng, Asked: repo.Verification(), Sources: e.keySources()}
+	run := v.run
+	run.Dir, run.Revision, run.Asked, run.Sources = repo.Root, revision, repo.Verification(), e.KeySources()
 	for _, t := range targets {
 		c, err := cluster.client(ctx, e, t)
 		if err != nil {
@@ -56,19 +47,12 @@ func (v *verifyFlags) before(ctx context.Context, e *env, cluster *clusterFlags,
 	if len(targets) > 0 {
 		read := cluster.clusterReader(e)
 		run.Sources.ReadSecret = func(ctx context.Context, namespace, name string) (map[string][]byte, error) {
-			return secretData(read(ctx, targets[0], "Secret", namespace, name))
+			s, err := read(ctx, targets[0], "Secret", namespace, name)
+			if err != nil {
+				return nil, err
+			}
+			return kube.SecretData(s)
 		}
-	}
-	if v.skip {
-		pol, err := run.Policy()
-		if err != nil || pol.Mode == "" {
-			return "", err
-		}
-		short := kube.ShortRevision(revision)
-		e.warn("Signature verification skipped", "signature verification skipped (--skip-verify): "+short+" was not checked against "+strings.Join(pol.Sources, ", "))
-		e.Summary("> [!WARNING]\n> **Signature verification skipped** (`--skip-verify`): " + short + " was applied unverified.\n")
-		v.skipped = "Signature verification skipped (--skip-verify): " + short + " is unverified."
-		return string(pol.Mode), nil
 	}
 	out, err := run.Check(ctx)
 	if err != nil || out.Mode == "" {
@@ -77,65 +61,20 @@ func (v *verifyFlags) before(ctx context.Context, e *env, cluster *clusterFlags,
 	for _, n := range out.Notes {
 		e.warn("Signature verification", n)
 	}
-	var lines []string
-	for _, s := range out.Signed {
-		lines = append(lines, s.Object+" (author "+s.Author+") signed by "+s.Signer)
+	if out.Skipped {
+		e.warn("Signature verification skipped", out.Log())
+	} else {
+		fmt.Fprintln(e.stderr, "ferry: "+out.Log())
 	}
-	fmt.Fprintln(e.stderr, "ferry: verified "+strings.Join(lines, "; "))
-	e.Summary("**Signatures verified** (" + string(out.Mode) + "): " + strings.Join(lines, "; ") + "\n")
+	e.Summary(out.Markdown())
+	v.note = out.EventNote()
 	return string(out.Mode), nil
-}
-
-// keySources are the run's trusted keys outside the repository.
-func (e *env) keySources() verify.Sources {
-	return verify.Sources{TrustedKeys: e.getenv(trustedKeysVar), Environ: e.environ()}
-}
-
-// secretData is a Secret's data, decoded.
-func secretData(s interface{ UnstructuredContent() map[string]any }, err error) (map[string][]byte, error) {
-	if err != nil {
-		return nil, err
-	}
-	raw, _ := s.UnstructuredContent()["data"].(map[string]any)
-	out := map[string][]byte{}
-	for k, v := range raw {
-		str, _ := v.(string)
-		b, err := base64.StdEncoding.DecodeString(str)
-		if err != nil {
-			return nil, fmt.Errorf("key %s: %w", k, err)
-		}
-		out[k] = b
-	}
-	return out, nil
 }
 
 // mark says in each event that verification was skipped, if it was.
 func (v *verifyFlags) mark(events map[string][]event.Event) map[string][]event.Event {
-	if v.skipped == "" {
-		return events
-	}
-	for _, evs := range events {
-		for i := range evs {
-			evs[i].Message = v.skipped + " " + evs[i].Message
-			if evs[i].Metadata == nil {
-				evs[i].Metadata = map[string]string{}
-			}
-			evs[i].Metadata["verification"] = "skipped"
-		}
+	if v.note != "" {
+		event.Note(events, v.note, "verification", "skipped")
 	}
 	return events
-}
-
-// prSignatures says how the head's commits verify with the keys the base
-// trusts (verify.PullRequest), as the diff report shows it.
-func prSignatures(ctx context.Context, e *env, dir, base, head string, require bool) (*diff.Signatures, error) {
-	sum, err := verify.PullRequest(ctx, dir, base, head, e.keySources(), require)
-	if err != nil || sum == nil {
-		return nil, err
-	}
-	out := &diff.Signatures{Commits: sum.Commits, Trusted: sum.Trusted}
-	for _, r := range sum.Refused {
-		out.Refused = append(out.Refused, diff.SignatureRefusal{Commit: strings.TrimPrefix(r.Object, "commit "), Author: r.Author, Signer: r.Signer, Reason: r.Reason})
-	}
-	return out, nil
 }

@@ -7,6 +7,7 @@
 package diff
 
 import (
+	"github.com/ferry-ci/ferry/internal/verify"
 	"regexp"
 	"sort"
 	"strings"
@@ -233,7 +234,7 @@ type Report struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Signatures, when trusted keys are known, say how the head's
 	// commits verify with the base's keys.
-	Signatures *Signatures `json:"signatures,omitempty"`
+	Signatures *verify.Summary `json:"signatures,omitempty"`
 }
 
 // Changed reports whether any object differs or any target failed.

@@ -74,3 +74,17 @@ func (s Source) Event(severity, reason, revision, message string) Event {
 	}
 	return ev
 }
+
+// Note says a run-wide fact in every event: note before each message, and
+// key: value in its metadata (a skipped signature verification, say).
+func Note(events map[string][]Event, note, key, value string) {
+	for _, evs := range events {
+		for i := range evs {
+			evs[i].Message = note + " " + evs[i].Message
+			if evs[i].Metadata == nil {
+				evs[i].Metadata = map[string]string{}
+			}
+			evs[i].Metadata[key] = value
+		}
+	}
+}

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -218,4 +219,18 @@ func checkExecPlugin(cc clientcmd.ClientConfig, context string) error {
 		return fmt.Errorf("user %q gets its credentials from the exec plugin %s, which this runner does not have (ferry's image runs no plugins): reach the cluster as the job's own identity with clusters.<name>.server and auth (oidc) in ferry.yaml instead", c.AuthInfo, user.Exec.Command)
 	}
 	return nil
+}
+
+// SecretData is the decoded data of a Secret read with GetCore.
+func SecretData(s *unstructured.Unstructured) (map[string][]byte, error) {
+	raw, _, _ := unstructured.NestedStringMap(s.Object, "data")
+	out := make(map[string][]byte, len(raw))
+	for k, v := range raw {
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return nil, fmt.Errorf("Secret/%s/%s key %s: %w", s.GetNamespace(), s.GetName(), k, err)
+		}
+		out[k] = b
+	}
+	return out, nil
 }

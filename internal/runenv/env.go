@@ -28,7 +28,8 @@ var ownSecretVars = []string{
 
 // Env is one run's environment.
 type Env struct {
-	getenv func(string) string
+	getenv  func(string) string
+	environ func() []string
 	// Masker hides every secret: decrypted values and ferry's own
 	// credentials. Credentials hides the latter only, for the one output
 	// that shows decrypted values by design (render's manifests).
@@ -62,7 +63,7 @@ type Env struct {
 // Inside an Actions step, commands is the step's standard output, where
 // the runner reads workflow commands.
 func New(getenv func(string) string, environ func() []string, commands io.Writer) *Env {
-	e := &Env{getenv: getenv, Masker: secrets.NewMasker(), Credentials: secrets.NewMasker()}
+	e := &Env{getenv: getenv, environ: environ, Masker: secrets.NewMasker(), Credentials: secrets.NewMasker()}
 	e.hideOwnSecrets(environ)
 	if actions.Enabled(getenv) {
 		e.Step = actions.New(e.Getenv, commands, actions.WithMask(e.Masker.Mask))

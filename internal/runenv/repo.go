@@ -3,6 +3,7 @@ package runenv
 import (
 	"context"
 	"fmt"
+	"github.com/ferry-ci/ferry/internal/verify"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,4 +151,14 @@ func (e *Env) CheckedOut(root, flag string) (revision string, isAncestor func(a,
 		flag = e.getenv("GITHUB_SHA")
 	}
 	return gitrepo.CheckedOut(root, flag)
+}
+
+// KeySources are the run's trusted keys outside the repository: the
+// trusted-keys input and the variables that stand for Secrets.
+func (e *Env) KeySources() verify.Sources {
+	var environ []string
+	if e.environ != nil {
+		environ = e.environ()
+	}
+	return verify.Sources{TrustedKeys: e.getenv(verify.TrustedKeysVar), Environ: environ}
 }

@@ -3,7 +3,10 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -133,9 +136,30 @@ func since(repo *git.Repository, head *object.Commit, last plumbing.Hash, keys K
 // Summary is how the commits of a change verify: how many, how many a
 // trusted key signed, and each refused one.
 type Summary struct {
-	Commits int
-	Trusted int
-	Refused []*Error
+	Commits int      `json:"commits"`
+	Trusted int      `json:"trusted"`
+	Refused []*Error `json:"refused,omitempty"`
+}
+
+// OK reports whether every commit verified.
+func (s *Summary) OK() bool { return len(s.Refused) == 0 }
+
+// Line says it in one line: "3 commits, 2 signed by trusted keys, 1
+// unsigned: a1b2c3d".
+func (s *Summary) Line() string {
+	commits := "commits"
+	if s.Commits == 1 {
+		commits = "commit"
+	}
+	parts := []string{fmt.Sprintf("%d %s, %d signed by trusted keys", s.Commits, commits, s.Trusted)}
+	byReason := map[string][]string{}
+	for _, r := range s.Refused {
+		byReason[r.Reason] = append(byReason[r.Reason], strings.TrimPrefix(r.Object, "commit "))
+	}
+	for _, r := range slices.Sorted(maps.Keys(byReason)) {
+		parts = append(parts, fmt.Sprintf("%d %s: %s", len(byReason[r]), r, strings.Join(byReason[r], ", ")))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Commits verifies each commit reachable from head and not from base

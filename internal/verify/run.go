@@ -23,6 +23,9 @@ type Applied struct {
 	Target, Revision, Mode string
 }
 
+// TrustedKeysVar holds the step's trusted-keys input.
+const TrustedKeysVar = "FERRY_TRUSTED_KEYS"
+
 // Sources are where a run finds trusted keys besides the repository.
 type Sources struct {
 	// TrustedKeys is the step's trusted-keys input.
@@ -38,9 +41,12 @@ type Sources struct {
 // repository at Dir (a folder of a Git work tree).
 type Run struct {
 	Dir, Revision string
-	// Mode is the step's --verify; Range its --verify-range.
+	// Mode is the step's --verify; Range its --verify-range; Skip its
+	// --skip-verify (the policy is worked out and recorded, nothing is
+	// checked).
 	Mode  string
 	Range bool
+	Skip  bool
 	// Asked is what the revision's ferry.yaml and GitRepositories ask.
 	Asked config.Verification
 	// Applied are the targets' last applies.
@@ -51,10 +57,50 @@ type Run struct {
 // Outcome is a verification's result: the mode it held the revision to
 // (to record), who asked, what verified, and notes for the log.
 type Outcome struct {
-	Mode   Mode
-	Asked  []string
-	Signed []Signed
-	Notes  []string
+	Revision string
+	Mode     Mode
+	Asked    []string
+	Signed   []Signed
+	Notes    []string
+	Skipped  bool
+}
+
+// Log is the outcome's line for the log.
+func (o Outcome) Log() string {
+	if o.Skipped {
+		return "signature verification skipped (--skip-verify): " + shortRev(o.Revision) + " was not checked against " + strings.Join(o.Asked, ", ")
+	}
+	var lines []string
+	for _, s := range o.Signed {
+		lines = append(lines, s.Object+" (author "+s.Author+") signed by "+s.Signer)
+	}
+	return "verified " + strings.Join(lines, "; ")
+}
+
+// Markdown is the outcome for the step summary.
+func (o Outcome) Markdown() string {
+	if o.Skipped {
+		return "> [!WARNING]\n> **Signature verification skipped** (`--skip-verify`): " + shortRev(o.Revision) + " was applied unverified.\n"
+	}
+	return "**Signatures verified** (" + string(o.Mode) + "): " + strings.TrimPrefix(o.Log(), "verified ") + "\n"
+}
+
+// EventNote is what every notification of a run that skipped says; ""
+// when nothing was skipped.
+func (o Outcome) EventNote() string {
+	if !o.Skipped {
+		return ""
+	}
+	return "Signature verification skipped (--skip-verify): " + shortRev(o.Revision) + " is unverified."
+}
+
+// shortRev is a revision's first 12 characters, as the rest of ferry
+// shows them.
+func shortRev(r string) string {
+	if len(r) > 12 {
+		return r[:12]
+	}
+	return r
 }
 
 // Policy is the mode and range r is held to: the strongest any source
@@ -89,7 +135,10 @@ func (r Run) Check(ctx context.Context) (Outcome, error) {
 	if err != nil || pol.Mode == "" {
 		return Outcome{}, err
 	}
-	out := Outcome{Mode: pol.Mode, Asked: pol.Sources}
+	out := Outcome{Revision: r.Revision, Mode: pol.Mode, Asked: pol.Sources, Skipped: r.Skip}
+	if r.Skip {
+		return out, nil
+	}
 	g, err := git.PlainOpenWithOptions(r.Dir, &git.PlainOpenOptions{DetectDotGit: true})
 	if err != nil {
 		return out, fmt.Errorf("signature verification needs the repository's history: %w", err)

@@ -57,10 +57,10 @@ type Signed struct {
 // Error is an object that does not verify: which, its author, the key
 // that signed it (if any) and why it is refused.
 type Error struct {
-	Object string
-	Author string
-	Signer string
-	Reason string
+	Object string `json:"object"`
+	Author string `json:"author"`
+	Signer string `json:"signer,omitempty"`
+	Reason string `json:"reason"`
 }
 
 func (e *Error) Error() string {
