@@ -201,7 +201,6 @@ func (o *applyOptions) fleet(ctx context.Context, e *env, repo *config.Repo, tar
 	return fleet, preflight, nil
 }
 
-
 // kubeVersions are the Kubernetes versions each target's HelmReleases were
 // rendered for ("" for none), for kube.VersionWarnings.
 func kubeVersions(targets []*config.Target, results []*render.Result) []kube.RenderedFor {

@@ -88,7 +88,6 @@ func runRender(cmd *cobra.Command, e *env, o *renderOptions, args []string) erro
 	return err
 }
 
-
 // printListing lists every target with its state. A failed target fails
 // only the commands that select it, so the listing itself succeeds.
 func printListing(ctx context.Context, e *env, repo *config.Repo, format string) error {
