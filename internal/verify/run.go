@@ -194,6 +194,9 @@ func PullRequest(ctx context.Context, dir, base, head string, src Sources, requi
 		}
 	}
 	src.ReadSecret = nil // a diff reaches no cluster for keys
+	if !require && strings.TrimSpace(src.TrustedKeys) == "" && len(asked.KeyFiles) == 0 && len(asked.SecretRefs) == 0 {
+		return nil, nil // nothing to verify with, and nothing asks
+	}
 	keys, err := src.keys(ctx, g, dir, asked, []string{base})
 	if err != nil {
 		return nil, fmt.Errorf("the base's trusted keys: %w", err)
@@ -329,8 +332,11 @@ func inRepository(g *git.Repository, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	abs, err := filepath.EvalSymlinks(dir)
+	abs, err := filepath.Abs(dir)
 	if err != nil {
+		return "", err
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
 		return "", err
 	}
 	rel, err := filepath.Rel(top, abs)

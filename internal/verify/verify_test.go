@@ -1,6 +1,7 @@
 package verify_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -224,4 +225,22 @@ func FuzzParseKeys(f *testing.F) {
 			t.Error("no error and no keys")
 		}
 	})
+}
+
+// A pull request's summary from inside the repository (--repo .), and
+// none when no key is known and none is required.
+func TestPullRequestFromTheWorkTree(t *testing.T) {
+	alice := verifytest.SSHKey(t, "alice@example.com")
+	r := verifytest.NewRepo(t)
+	base := r.Commit(&alice, "a.yaml", "a: 1\n")
+	head := r.Commit(nil, "b.yaml", "b: 1\n")
+	t.Chdir(r.Dir)
+	got, err := verify.PullRequest(context.Background(), ".", base, head, verify.Sources{}, false)
+	if err != nil || got != nil {
+		t.Errorf("without keys: %+v, %v; want nothing", got, err)
+	}
+	got, err = verify.PullRequest(context.Background(), ".", base, head, verify.Sources{TrustedKeys: alice.Public}, false)
+	if err != nil || got == nil || got.Line() != "1 commit, 0 signed by trusted keys, 1 unsigned: "+head[:7] {
+		t.Errorf("with a key: %+v, %v", got, err)
+	}
 }
