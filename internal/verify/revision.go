@@ -107,11 +107,7 @@ func since(repo *git.Repository, head *object.Commit, last plumbing.Hash, keys K
 	if err != nil {
 		return nil, fmt.Errorf("the last applied revision %s is not in the repository (fetch-depth: 0): %w", last, err)
 	}
-	seen := map[plumbing.Hash]bool{}
-	err = object.NewCommitPreorderIter(lastCommit, nil, nil).ForEach(func(c *object.Commit) error {
-		seen[c.Hash] = true
-		return nil
-	})
+	seen, err := ancestors(lastCommit)
 	if err != nil {
 		return nil, err
 	}
@@ -173,11 +169,8 @@ func Commits(repo *git.Repository, base, head plumbing.Hash, keys Keys) (Summary
 	if err != nil {
 		return Summary{}, fmt.Errorf("base %s: %w", base, err)
 	}
-	seen := map[plumbing.Hash]bool{}
-	if err := object.NewCommitPreorderIter(baseCommit, nil, nil).ForEach(func(c *object.Commit) error {
-		seen[c.Hash] = true
-		return nil
-	}); err != nil {
+	seen, err := ancestors(baseCommit)
+	if err != nil {
 		return Summary{}, err
 	}
 	var s Summary
@@ -196,4 +189,14 @@ func Commits(repo *git.Repository, base, head plumbing.Hash, keys Keys) (Summary
 		return nil
 	})
 	return s, err
+}
+
+// ancestors are c and every commit it reaches.
+func ancestors(c *object.Commit) (map[plumbing.Hash]bool, error) {
+	seen := map[plumbing.Hash]bool{}
+	err := object.NewCommitPreorderIter(c, nil, nil).ForEach(func(c *object.Commit) error {
+		seen[c.Hash] = true
+		return nil
+	})
+	return seen, err
 }
