@@ -40,6 +40,17 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 				return helm.ChartSource{}, "", fmt.Errorf("chart %s: %w", c.Chart, err)
 			}
 			src.Chart, src.Version = c.Chart, c.Version
+			// As in Flux, spec.verify applies to charts of an OCI
+			// HelmRepository only.
+			if src.Kind == helm.OCIRepository && c.Verify != nil {
+				owner := c.VerifyOwner
+				if owner == "" {
+					owner = "HelmRelease/" + rel.Namespace + "/" + rel.Name + " spec.chart.spec"
+				}
+				if src.Verify, err = r.chartVerification(ctx, t, res, owner, ref.Namespace, c.Verify); err != nil {
+					return helm.ChartSource{}, "", err
+				}
+			}
 			return src, "", nil
 		case "GitRepository", "Bucket":
 			dir, _, reason := r.sourceDir(ctx, t.Cluster, ref.Kind, ref.Namespace, ref.Name, r.self)
@@ -64,6 +75,9 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 	src, err := r.remoteSource(ctx, t, res, repo, id, helm.OCIRepository)
 	if err != nil {
 		return helm.ChartSource{}, "", fmt.Errorf("spec.chartRef: %w", err)
+	}
+	if src.Verify, err = r.chartVerification(ctx, t, res, id, ref.Namespace, r.sourceVerify(ctx, t, repo)); err != nil {
+		return helm.ChartSource{}, "", err
 	}
 	want, _, _ := unstructured.NestedStringMap(repo.Object, "spec", "ref")
 	// OCIRepository's precedence: digest, then semver, then tag ("latest"
@@ -165,6 +179,8 @@ func (r *Repo) helmChart(ctx context.Context, t *Target, res *render.Result, ref
 		SourceRef:                helm.ObjectRef{Kind: spec.SourceRef.Kind, Name: spec.SourceRef.Name, Namespace: hc.GetNamespace()},
 		ValuesFiles:              spec.ValuesFiles,
 		IgnoreMissingValuesFiles: spec.IgnoreMissingValuesFiles,
+		Verify:                   r.sourceVerify(ctx, t, hc),
+		VerifyOwner:              id,
 	}, nil
 }
 
@@ -275,17 +291,10 @@ func (r *Repo) credentialNames(ctx context.Context) images.Names {
 // secretCredentials reads the username and password keys of a Secret
 // (data or stringData).
 func secretCredentials(s *unstructured.Unstructured, id, secretID string) (*helm.Credentials, error) {
-	data := map[string]string{}
-	encoded, _, _ := unstructured.NestedStringMap(s.Object, "data")
-	for k, v := range encoded {
-		b, err := base64.StdEncoding.DecodeString(v)
-		if err != nil {
-			return nil, fmt.Errorf("source %s: secretRef %s: data key %q is not base64", id, secretID, k)
-		}
-		data[k] = string(b)
+	data, err := secretStrings(s, secretID)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", id, err)
 	}
-	plain, _, _ := unstructured.NestedStringMap(s.Object, "stringData")
-	maps.Copy(data, plain)
 	if data["username"] == "" || data["password"] == "" {
 		return nil, fmt.Errorf("source %s: secretRef %s has no username and password (other kinds of credentials are not supported yet)", id, secretID)
 	}
@@ -323,4 +332,20 @@ func (r *Repo) clusterObject(ctx context.Context, t *Target, own *render.Result,
 		}
 	}
 	return nil
+}
+
+// secretStrings is a Secret's data (decoded) and stringData.
+func secretStrings(s *unstructured.Unstructured, secretID string) (map[string]string, error) {
+	data := map[string]string{}
+	encoded, _, _ := unstructured.NestedStringMap(s.Object, "data")
+	for k, v := range encoded {
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return nil, fmt.Errorf("secretRef %s: data key %q is not base64", secretID, k)
+		}
+		data[k] = string(b)
+	}
+	plain, _, _ := unstructured.NestedStringMap(s.Object, "stringData")
+	maps.Copy(data, plain)
+	return data, nil
 }

@@ -1,6 +1,9 @@
 package helm
 
-import "github.com/ferry-ci/ferry/internal/budget"
+import (
+	"github.com/ferry-ci/ferry/internal/budget"
+	"github.com/ferry-ci/ferry/internal/ocisig"
+)
 
 // This file is the contract between the two halves of the package: the
 // chart sources (source*.go, cache*.go) resolve and fetch a chart, and the
@@ -71,6 +74,10 @@ type ChartSource struct {
 	// it names some (its URL is not trusted with them); a refusal of
 	// access says so.
 	Withheld string
+	// Verify, when set, is the cosign policy an OCIRepository's
+	// spec.verify asks of the artifact: a chart whose signatures fail it
+	// is not read (ErrUnverified).
+	Verify *ocisig.Policy
 	// Limits bound what the chart may unpack to (chartFiles, chartSize);
 	// zero fields are the defaults.
 	Limits budget.Limits
@@ -85,4 +92,19 @@ type Fetched struct {
 	Digest        string
 	Archive       []byte
 	Dir           string
+}
+
+// SourceVerify is a Flux source's spec.verify, as an OCIRepository, a
+// HelmChart and a HelmRelease's chart template spell it: the provider
+// (cosign when empty), the Secret of trusted public keys, and the
+// keyless identities allowed.
+type SourceVerify struct {
+	Provider  string `json:"provider"`
+	SecretRef *struct {
+		Name string `json:"name"`
+	} `json:"secretRef"`
+	MatchOIDCIdentity []struct {
+		Issuer  string `json:"issuer"`
+		Subject string `json:"subject"`
+	} `json:"matchOIDCIdentity"`
 }

@@ -91,6 +91,11 @@ type ChartTemplate struct {
 	// files the chart does not have.
 	ValuesFiles              []string
 	IgnoreMissingValuesFiles bool
+	// Verify is spec.chart.spec.verify (or a HelmChart's spec.verify):
+	// the signatures an OCI chart must carry; nil when none are asked.
+	// VerifyOwner names the HelmChart it came from, if one.
+	Verify      *SourceVerify
+	VerifyOwner string
 }
 
 // ChartRef is spec.chartRef: an OCIRepository or HelmChart holding the
@@ -217,12 +222,13 @@ type releaseSpec struct {
 	StorageNamespace string `json:"storageNamespace"`
 	Chart            *struct {
 		Spec struct {
-			Chart                    string    `json:"chart"`
-			Version                  string    `json:"version"`
-			SourceRef                objectRef `json:"sourceRef"`
-			ValuesFiles              []string  `json:"valuesFiles"`
-			ValuesFile               string    `json:"valuesFile"`
-			IgnoreMissingValuesFiles bool      `json:"ignoreMissingValuesFiles"`
+			Chart                    string        `json:"chart"`
+			Version                  string        `json:"version"`
+			SourceRef                objectRef     `json:"sourceRef"`
+			ValuesFiles              []string      `json:"valuesFiles"`
+			ValuesFile               string        `json:"valuesFile"`
+			IgnoreMissingValuesFiles bool          `json:"ignoreMissingValuesFiles"`
+			Verify                   *SourceVerify `json:"verify"`
 		} `json:"spec"`
 	} `json:"chart"`
 	ChartRef   *objectRef       `json:"chartRef"`
@@ -318,7 +324,7 @@ func (r *Release) parse(spec any) error {
 			return err
 		}
 		t := &ChartTemplate{Chart: c.Chart, Version: c.Version, SourceRef: r.ref(c.SourceRef),
-			IgnoreMissingValuesFiles: c.IgnoreMissingValuesFiles}
+			IgnoreMissingValuesFiles: c.IgnoreMissingValuesFiles, Verify: c.Verify}
 		if t.Version == "" {
 			t.Version = "*"
 		}

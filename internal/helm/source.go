@@ -51,6 +51,9 @@ var (
 	ErrTooLarge = errors.New("chart archive too large")
 	// ErrCorrupt: the archive is not a gzipped tar holding a chart.
 	ErrCorrupt = errors.New("corrupt chart archive")
+	// ErrUnverified: the OCI artifact's cosign signatures do not satisfy
+	// its source's spec.verify (an *ocisig.Error says why).
+	ErrUnverified = errors.New("signature verification failed")
 	// ErrEscapes: a Folder chart's path leaves the checkout.
 	ErrEscapes = errors.New("path escapes the repository root")
 )

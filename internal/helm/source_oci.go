@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/ferry-ci/ferry/internal/budget"
+	"github.com/ferry-ci/ferry/internal/ocisig"
 	"github.com/ferry-ci/ferry/internal/origin"
 )
 
@@ -81,8 +82,11 @@ func (s *Sources) fetchOCI(ctx context.Context, src ChartSource) (*Fetched, erro
 		}
 	}
 	key := strings.Join([]string{string(OCIRepository), ref.String(), acc.key}, "\x00")
+	if src.Verify != nil {
+		key += "\x00verify " + src.Verify.Key()
+	}
 	return s.charts.do(ctx, key, nil, func() (*Fetched, error) {
-		f, err := s.pull(ref, acc, src.Limits.Fill())
+		f, err := s.pull(ctx, ref, acc, src.Verify, src.Limits.Fill())
 		if err != nil {
 			return nil, fail(version, err)
 		}
@@ -198,12 +202,23 @@ func (s *Sources) tags(ctx context.Context, repo name.Repository, acc ociAccess)
 }
 
 // pull fetches the manifest of ref and its chart layer, or takes the
-// layer from the store when it holds it.
-func (s *Sources) pull(ref name.Reference, acc ociAccess, limits budget.Limits) (*Fetched, error) {
+// layer from the store when it holds it. With a policy, the manifest's
+// signatures are verified first: nothing of an artifact that fails is
+// read.
+func (s *Sources) pull(ctx context.Context, ref name.Reference, acc ociAccess, policy *ocisig.Policy, limits budget.Limits) (*Fetched, error) {
 	repo := ref.Context()
 	desc, err := remote.Get(ref, acc.opts...)
 	if err != nil {
 		return nil, acc.error(repo.RegistryStr(), ref.String(), err)
+	}
+	if policy != nil {
+		if _, err := policy.Verify(ctx, repo.Digest(desc.Digest.String()), acc.opts...); err != nil {
+			var refused *ocisig.Error
+			if errors.As(err, &refused) {
+				return nil, fmt.Errorf("%w: %w", ErrUnverified, err)
+			}
+			return nil, fmt.Errorf("verifying the signatures of %s: %w", ref, acc.error(repo.RegistryStr(), ref.String(), err))
+		}
 	}
 	if desc.MediaType.IsIndex() {
 		return nil, fmt.Errorf("%s is an image index, not a Helm chart", ref)

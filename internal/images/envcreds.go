@@ -124,3 +124,15 @@ func basicEnv(getenv func(string) string, prefix string) (Basic, bool) {
 	}
 	return Basic{Username: u, Password: getenv(prefix + "_PASSWORD"), Source: prefix + "_USERNAME/_PASSWORD"}, true
 }
+
+// SecretValue is the variable standing for one key of a Secret,
+// FERRY_SECRET_<NAME>_<KEY> (see SecretKeyEnv); false when it is unset
+// or empty.
+func (c *EnvCredentials) SecretValue(name, key string) (string, bool) {
+	v, ok := SecretKeyEnv(name, key)
+	if !ok {
+		return "", false
+	}
+	val := c.getenv(v)
+	return val, val != ""
+}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/ferry-ci/ferry/internal/images/registrytest"
 	"github.com/ferry-ci/ferry/internal/ocisig"
@@ -137,7 +136,7 @@ func TestKeyless(t *testing.T) {
 	reg := registrytest.Start(t)
 	auth := cosigntest.Auth(reg.Username, reg.Password)
 	ss := cosigntest.NewSigstore(t)
-	tr, err := root.NewTrustedRootFromJSON(ss.TrustedRoot)
+	tr, err := ocisig.LoadRoot(string(ss.TrustedRoot), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +158,7 @@ func TestKeyless(t *testing.T) {
 
 	p := &ocisig.Policy{
 		Identities:  []ocisig.Identity{{Issuer: `https://token\.actions\.githubusercontent\.com`, Subject: `https://github\.com/acme/charts/.*`}},
-		TrustedRoot: tr, RootName: "the test's trusted root",
+		Root: tr,
 	}
 	for _, tc := range []struct {
 		name    string
@@ -192,7 +191,7 @@ func TestKeyless(t *testing.T) {
 		})
 	}
 	t.Run("a subject matched only in part", func(t *testing.T) {
-		part := &ocisig.Policy{Identities: []ocisig.Identity{{Issuer: p.Identities[0].Issuer, Subject: `acme/charts`}}, TrustedRoot: tr}
+		part := &ocisig.Policy{Identities: []ocisig.Identity{{Issuer: p.Identities[0].Issuer, Subject: `acme/charts`}}, Root: tr}
 		if _, err := part.Verify(t.Context(), bundled, auth); err == nil {
 			t.Fatal("a subject expression is matched whole, as Flux's are")
 		}
@@ -205,7 +204,7 @@ func TestKeyless(t *testing.T) {
 		}
 	})
 	t.Run("bad expression", func(t *testing.T) {
-		bad := &ocisig.Policy{Identities: []ocisig.Identity{{Issuer: "(", Subject: ".*"}}, TrustedRoot: tr}
+		bad := &ocisig.Policy{Identities: []ocisig.Identity{{Issuer: "(", Subject: ".*"}}, Root: tr}
 		if err := bad.Check(); err == nil || !strings.Contains(err.Error(), "matchOIDCIdentity[0]") {
 			t.Fatalf("got %v", err)
 		}

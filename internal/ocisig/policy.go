@@ -33,18 +33,48 @@ import (
 // by one of Keys, or, keyless, one whose certificate the trusted root
 // vouches for and whose identity matches one of Identities.
 type Policy struct {
+	// Owner is the object asking, for messages:
+	// "OCIRepository/flux-system/app".
+	Owner string
 	// Keys are the trusted public keys. With keys, Identities are not
 	// used, as in Flux.
 	Keys []Key
 	// Identities are the OIDC issuers and subjects (regular
 	// expressions) a keyless signature may come from.
 	Identities []Identity
-	// TrustedRoot is the Sigstore trusted root (trusted_root.json: the
-	// Fulcio CAs, Rekor and CT log keys) keyless signatures are checked
+	// Root is the Sigstore trusted root keyless signatures are checked
 	// against; nil when the run has none.
-	TrustedRoot *root.TrustedRoot
-	// RootName says where TrustedRoot came from, for messages.
-	RootName string
+	Root *Root
+}
+
+// Root is a Sigstore trusted root (trusted_root.json: the Fulcio CAs,
+// the Rekor and CT log keys) and where it came from.
+type Root struct {
+	Name string
+	*root.TrustedRoot
+	json []byte
+}
+
+// RootVar names the trusted root of a run: a trusted_root.json's path,
+// or its JSON.
+const RootVar = "FERRY_SIGSTORE_TRUSTED_ROOT"
+
+// LoadRoot reads the trusted root value names (RootVar's value): JSON
+// when it starts with "{", else a file's path.
+func LoadRoot(value string, readFile func(string) ([]byte, error)) (*Root, error) {
+	name, b := "$"+RootVar, []byte(value)
+	if !strings.HasPrefix(strings.TrimSpace(value), "{") {
+		name = value + " ($" + RootVar + ")"
+		var err error
+		if b, err = readFile(value); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	tr, err := root.NewTrustedRootFromJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a Sigstore trusted root: %w", name, err)
+	}
+	return &Root{Name: name, TrustedRoot: tr, json: b}, nil
 }
 
 // Key is a trusted public key and where it came from.
@@ -99,9 +129,9 @@ func (p *Policy) Check() error {
 			}
 		}
 	}
-	if p.TrustedRoot == nil {
+	if p.Root == nil {
 		return errors.New("keyless verification (matchOIDCIdentity) needs the Sigstore trusted root, which ferry does not fetch: " +
-			"set FERRY_SIGSTORE_TRUSTED_ROOT to a trusted_root.json (cosign trusted-root create, or the public one from `cosign initialize` / tuf-repo-cdn.sigstore.dev)")
+			"set "+RootVar+" to a trusted_root.json (cosign trusted-root create, or the public one from `cosign initialize` / tuf-repo-cdn.sigstore.dev)")
 	}
 	return nil
 }
@@ -117,10 +147,8 @@ func (p *Policy) Key() string {
 	for _, id := range p.Identities {
 		fmt.Fprintf(h, "%s\x00%s\x00", id.Issuer, id.Subject)
 	}
-	if p.TrustedRoot != nil {
-		if b, err := p.TrustedRoot.MarshalJSON(); err == nil {
-			h.Write(b)
-		}
+	if p.Root != nil {
+		h.Write(p.Root.json)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -55,6 +55,8 @@ type Verified struct {
 
 // Error is an artifact whose signatures do not satisfy the policy.
 type Error struct {
+	// Owner is Policy.Owner.
+	Owner string
 	// Artifact is repository@digest.
 	Artifact string
 	// Policy is Policy.Describe.
@@ -65,10 +67,14 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if len(e.Reasons) == 0 {
-		return fmt.Sprintf("%s has no cosign signature (it must be signed by %s)", e.Artifact, e.Policy)
+	prefix := ""
+	if e.Owner != "" {
+		prefix = e.Owner + " spec.verify: "
 	}
-	return fmt.Sprintf("%s is not signed by %s: %s", e.Artifact, e.Policy, strings.Join(e.Reasons, "; "))
+	if len(e.Reasons) == 0 {
+		return fmt.Sprintf("%s%s has no cosign signature (it must be signed by %s)", prefix, e.Artifact, e.Policy)
+	}
+	return fmt.Sprintf("%s%s is not signed by %s: %s", prefix, e.Artifact, e.Policy, strings.Join(e.Reasons, "; "))
 }
 
 // found is one signature found for an artifact.
@@ -99,7 +105,7 @@ func (p *Policy) Verify(ctx context.Context, d name.Digest, opts ...remote.Optio
 	if err != nil {
 		return Verified{}, err
 	}
-	fail := &Error{Artifact: d.String(), Policy: p.Describe()}
+	fail := &Error{Owner: p.Owner, Artifact: d.String(), Policy: p.Describe()}
 	for _, s := range sigs {
 		by, err := p.check(s, want)
 		if err == nil {
@@ -258,12 +264,12 @@ func (p *Policy) check(s found, want v1.Hash) (string, error) {
 		return "", errors.New(strings.Join(reasons, ", "))
 	}
 	vopts := []verify.VerifierOption{verify.WithTransparencyLog(1), verify.WithObserverTimestamps(1)}
-	if len(p.TrustedRoot.CTLogs()) > 0 {
+	if len(p.Root.CTLogs()) > 0 {
 		vopts = append(vopts, verify.WithSignedCertificateTimestamps(1))
 	}
-	v, err := verify.NewVerifier(p.TrustedRoot, vopts...)
+	v, err := verify.NewVerifier(p.Root, vopts...)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", p.RootName, err)
+		return "", fmt.Errorf("%s: %w", p.Root.Name, err)
 	}
 	popts := []verify.PolicyOption{}
 	for _, id := range p.Identities {

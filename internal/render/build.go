@@ -28,6 +28,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/inputprovider"
+	"github.com/ferry-ci/ferry/internal/ocisig"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
@@ -94,6 +95,10 @@ type Options struct {
 	// (inputProviderAPIs:) decides whether they are called. Read by
 	// config.
 	InputProviders *inputprovider.Options
+	// SigstoreRoot is the trusted root keyless cosign signatures of OCI
+	// charts are verified against (FERRY_SIGSTORE_TRUSTED_ROOT); nil
+	// when the run has none. Read by config.
+	SigstoreRoot *ocisig.Root
 }
 
 // limits are o's budgets, defaults filled in.

@@ -3,7 +3,6 @@ package runenv
 import (
 	"context"
 	"fmt"
-	"github.com/ferry-ci/ferry/internal/verify"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +11,10 @@ import (
 	"github.com/ferry-ci/ferry/internal/gitrepo"
 	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/images"
+	"github.com/ferry-ci/ferry/internal/ocisig"
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/secrets"
+	"github.com/ferry-ci/ferry/internal/verify"
 )
 
 // Repo names the repository a command reads and how far its
@@ -56,6 +57,13 @@ func (e *Env) RenderOptions(r Repo, noDecrypt bool) (render.Options, error) {
 	}
 	if opts.Workspace == "" {
 		opts.Workspace = e.getenv("GITHUB_WORKSPACE") // "" lets config take the repository's parent
+	}
+	if v := e.getenv(ocisig.RootVar); v != "" {
+		root, err := ocisig.LoadRoot(v, os.ReadFile)
+		if err != nil {
+			return opts, err
+		}
+		opts.SigstoreRoot = root
 	}
 	if !opts.NoDecrypt {
 		d, err := e.Decryptor()
