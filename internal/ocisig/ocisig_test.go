@@ -157,8 +157,8 @@ func TestKeyless(t *testing.T) {
 	cosigntest.NewSigstore(t).SignBundle(stranger, release, issuer, auth)
 
 	p := &ocisig.Policy{
-		Identities:  []ocisig.Identity{{Issuer: `https://token\.actions\.githubusercontent\.com`, Subject: `https://github\.com/acme/charts/.*`}},
-		Root: tr,
+		Identities: []ocisig.Identity{{Issuer: `https://token\.actions\.githubusercontent\.com`, Subject: `https://github\.com/acme/charts/.*`}},
+		Root:       tr,
 	}
 	for _, tc := range []struct {
 		name    string

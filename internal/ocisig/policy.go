@@ -131,7 +131,7 @@ func (p *Policy) Check() error {
 	}
 	if p.Root == nil {
 		return errors.New("keyless verification (matchOIDCIdentity) needs the Sigstore trusted root, which ferry does not fetch: " +
-			"set "+RootVar+" to a trusted_root.json (cosign trusted-root create, or the public one from `cosign initialize` / tuf-repo-cdn.sigstore.dev)")
+			"set " + RootVar + " to a trusted_root.json (cosign trusted-root create, or the public one from `cosign initialize` / tuf-repo-cdn.sigstore.dev)")
 	}
 	return nil
 }
