@@ -63,7 +63,7 @@ vet:
 	$(GO) vet ./...
 
 # The whole test suite, with the tools it compares against.
-test: tools controlplane gitea registry vet
+test: tools controlplane gitea registry cosign vet
 	FERRY_TESTBIN=$(TESTBIN) $(GO) test -count=1 -timeout 60m ./...
 
 bench: bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan bench-helm bench-prdiff

@@ -27,8 +27,8 @@ func (v *verifyFlags) register(f *pflag.FlagSet, prefix string) {
 }
 
 // before checks the signatures of the revision about to be applied to
-// targets (verify.Run) before anything is written, and returns the mode
-// to record on the inventories. It reads the targets' inventories (get)
+// targets (verify.Run) before anything is written, and returns what to
+// record on the inventories (verify.Outcome.Record). It reads the targets' inventories (get)
 // for the revision and mode their last apply recorded.
 func (v *verifyFlags) before(ctx context.Context, e *env, cluster *clusterFlags, repo *config.Repo, targets []*config.Target, revision, inventoryNS string) (string, error) {
 	run := v.run
@@ -42,7 +42,8 @@ func (v *verifyFlags) before(ctx context.Context, e *env, cluster *clusterFlags,
 		if err != nil {
 			return "", fmt.Errorf("target %q: cluster %s: reading the last apply: %w", t.Name, c.Host, err)
 		}
-		run.Applied = append(run.Applied, verify.Applied{Target: t.Name, Revision: inv.Revision, Mode: inv.Verify})
+		mode, refs := verify.ParseRecord(inv.Verify)
+		run.Applied = append(run.Applied, verify.Applied{Target: t.Name, Revision: inv.Revision, Mode: mode, SecretRefs: refs})
 	}
 	if len(targets) > 0 {
 		read := cluster.clusterReader(e)
@@ -68,7 +69,7 @@ func (v *verifyFlags) before(ctx context.Context, e *env, cluster *clusterFlags,
 	}
 	e.Summary(out.Markdown())
 	v.note = out.EventNote()
-	return string(out.Mode), nil
+	return out.Record(), nil
 }
 
 // mark says in each event that verification was skipped, if it was.

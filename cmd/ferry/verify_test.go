@@ -155,6 +155,29 @@ func TestVerifiedApply(t *testing.T) {
 		}
 		refusedApply(t, f.apply(f.commit(&stranger, "x")), "signed by a key that is not trusted")
 	})
+	t.Run("the Secret of the last apply", func(t *testing.T) {
+		// A revision that drops its verify block, secretRef and all,
+		// is checked with the Secret the last apply recorded.
+		f := newSignedFleet(t, "")
+		f.repo.Commit(nil, "ferry.yaml", "targets:\n  - {name: app, path: app}\nverify: {mode: HEAD, secretRef: {name: git-keys, namespace: "+f.ns+"}}\n")
+		f.vars["FERRY_SECRET_GIT__KEYS_ALICE_PUB"] = sshKey.Public
+		if res := f.apply(f.commit(&sshKey, "one")); res.code != 0 {
+			t.Fatalf("first apply: exit %d:\n%s", res.code, res.stderr)
+		}
+		inv, err := kubeClient(t).ReadInventory(context.Background(), "app", f.ns)
+		if want := "HEAD secretRef=" + f.ns + "/git-keys"; err != nil || inv.Verify != want {
+			t.Fatalf("the inventory records verify %q (%v), want %q", inv.Verify, err, want)
+		}
+		f.repo.Commit(nil, "ferry.yaml", "targets:\n  - {name: app, path: app}\n")
+		if res := f.apply(f.commit(&sshKey, "dropped")); res.code != 0 || f.value() != "dropped" {
+			t.Fatalf("a signed commit that drops the verify block: exit %d:\n%s", res.code, res.stderr)
+		}
+		refusedApply(t, f.apply(f.commit(&stranger, "x")), "the last apply of target app (HEAD)", "signed by a key that is not trusted")
+		refusedApply(t, f.apply(f.commit(nil, "y")), "unsigned")
+		if v := f.value(); v != "dropped" {
+			t.Errorf("the ConfigMap holds %q, want dropped", v)
+		}
+	})
 	t.Run("drift --heal", func(t *testing.T) {
 		f := newSignedFleet(t, "verify: {mode: HEAD}\n")
 		f.vars["FERRY_TRUSTED_KEYS"] = trusted

@@ -45,7 +45,7 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 			if src.Kind == helm.OCIRepository && c.Verify != nil {
 				owner := c.VerifyOwner
 				if owner == "" {
-					owner = "HelmRelease/" + rel.Namespace + "/" + rel.Name + " spec.chart.spec"
+					owner = "HelmRelease/" + rel.Namespace + "/" + rel.Name + " spec.chart.spec.verify"
 				}
 				if src.Verify, err = r.chartVerification(ctx, t, res, owner, ref.Namespace, c.Verify); err != nil {
 					return helm.ChartSource{}, "", err
@@ -76,7 +76,7 @@ func (r *Repo) chartSource(ctx context.Context, t *Target, res *render.Result, r
 	if err != nil {
 		return helm.ChartSource{}, "", fmt.Errorf("spec.chartRef: %w", err)
 	}
-	if src.Verify, err = r.chartVerification(ctx, t, res, id, ref.Namespace, r.sourceVerify(ctx, t, repo)); err != nil {
+	if src.Verify, err = r.chartVerification(ctx, t, res, id+" spec.verify", ref.Namespace, r.sourceVerify(ctx, t, repo)); err != nil {
 		return helm.ChartSource{}, "", err
 	}
 	want, _, _ := unstructured.NestedStringMap(repo.Object, "spec", "ref")
@@ -180,7 +180,7 @@ func (r *Repo) helmChart(ctx context.Context, t *Target, res *render.Result, ref
 		ValuesFiles:              spec.ValuesFiles,
 		IgnoreMissingValuesFiles: spec.IgnoreMissingValuesFiles,
 		Verify:                   r.sourceVerify(ctx, t, hc),
-		VerifyOwner:              id,
+		VerifyOwner:              id + " spec.verify",
 	}, nil
 }
 

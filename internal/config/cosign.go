@@ -43,16 +43,16 @@ func (r *Repo) sourceVerify(ctx context.Context, t *Target, source *unstructured
 	return &v
 }
 
-// chartVerification is the cosign policy of v, the spec.verify of owner
-// (Kind/namespace/name), whose secretRef is in namespace; nil when v is
-// nil. Keys come from the Secret among the cluster's renders (every
+// chartVerification is the cosign policy of v, the verify field owner
+// names ("Kind/namespace/name spec.verify"), whose secretRef is in
+// namespace; nil when v is nil. Keys come from the Secret among the cluster's renders (every
 // *.pub key), else from FERRY_SECRET_<NAME>_COSIGN_PUB; keyless
 // identities are checked against the run's Sigstore trusted root.
 func (r *Repo) chartVerification(ctx context.Context, t *Target, res *render.Result, owner, namespace string, v *helm.SourceVerify) (*ocisig.Policy, error) {
 	if v == nil {
 		return nil, nil
 	}
-	fail := func(err error) error { return fmt.Errorf("%s spec.verify: %w", owner, err) }
+	fail := func(err error) error { return fmt.Errorf("%s: %w", owner, err) }
 	switch v.Provider {
 	case "", "cosign":
 	case "notation":

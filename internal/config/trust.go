@@ -243,8 +243,9 @@ func (r *Repo) allowFetch(ctx context.Context, t *Target, source *unstructured.U
 		if bu == u {
 			// The same spec (secretRef, insecure, type, provider, ...)
 			// gets the credentials it has at the base; any change of it
-			// is fetched anonymously.
-			same := reflect.DeepEqual(b.Object["spec"], source.Object["spec"])
+			// is fetched anonymously. spec.verify does not say where
+			// credentials go, and the base's is kept (sourceVerify).
+			same := reflect.DeepEqual(specBut(b, "verify"), specBut(source, "verify"))
 			return fetchDecision{fetch: true, credentials: same, withheld: "the pull request changed the spec of " + sourceID(source) + ": its credentials are the base revision's"}
 		}
 	}
@@ -326,4 +327,11 @@ func sourceID(o *unstructured.Unstructured) string {
 func (r *Repo) trustedSourceObject(ctx context.Context, cluster, first string, o *unstructured.Unstructured) *unstructured.Unstructured {
 	defer r.trustedTurn()()
 	return r.trusted.sourceObject(ctx, cluster, first, o)
+}
+
+// specBut is o's spec without the field.
+func specBut(o *unstructured.Unstructured, field string) map[string]any {
+	spec, _, _ := unstructured.NestedMap(o.Object, "spec")
+	delete(spec, field)
+	return spec
 }

@@ -33,8 +33,8 @@ import (
 // by one of Keys, or, keyless, one whose certificate the trusted root
 // vouches for and whose identity matches one of Identities.
 type Policy struct {
-	// Owner is the object asking, for messages:
-	// "OCIRepository/flux-system/app".
+	// Owner is the object and field asking, for messages:
+	// "OCIRepository/flux-system/app spec.verify".
 	Owner string
 	// Keys are the trusted public keys. With keys, Identities are not
 	// used, as in Flux.

@@ -69,7 +69,7 @@ type Error struct {
 func (e *Error) Error() string {
 	prefix := ""
 	if e.Owner != "" {
-		prefix = e.Owner + " spec.verify: "
+		prefix = e.Owner + ": "
 	}
 	if len(e.Reasons) == 0 {
 		return fmt.Sprintf("%s%s has no cosign signature (it must be signed by %s)", prefix, e.Artifact, e.Policy)

@@ -17,10 +17,52 @@ import (
 	"github.com/ferry-ci/ferry/internal/images"
 )
 
-// Applied is what a target's last apply recorded: the revision and the
-// verification mode it was held to.
+// Applied is what a target's last apply recorded: the revision, the
+// verification mode it was held to and the Secrets its keys came from
+// (ParseRecord reads them from the inventory).
 type Applied struct {
 	Target, Revision, Mode string
+	SecretRefs             []config.SecretRef
+}
+
+// Record is what an apply records of its verification on the
+// inventory: the mode, then the Secrets of keys ("HEAD
+// secretRef=flux-system/git-keys"). A revision that drops its verify
+// block, or the GitRepository's secretRef, still has its commits checked
+// with those keys next time.
+func (o Outcome) Record() string {
+	rec := string(o.Mode)
+	var refs []string
+	for _, r := range o.SecretRefs {
+		refs = append(refs, secretNamespace(r)+"/"+r.Name)
+	}
+	if len(refs) > 0 {
+		rec += " secretRef=" + strings.Join(slices.Compact(slices.Sorted(slices.Values(refs))), ",")
+	}
+	return rec
+}
+
+// ParseRecord reads a Record.
+func ParseRecord(rec string) (mode string, refs []config.SecretRef) {
+	mode, rest, _ := strings.Cut(strings.TrimSpace(rec), " ")
+	list, ok := strings.CutPrefix(strings.TrimSpace(rest), "secretRef=")
+	if !ok {
+		return mode, nil
+	}
+	for r := range strings.SplitSeq(list, ",") {
+		if ns, name, ok := strings.Cut(r, "/"); ok && ns != "" && name != "" {
+			refs = append(refs, config.SecretRef{Namespace: ns, Name: name})
+		}
+	}
+	return mode, refs
+}
+
+// secretNamespace is ref's namespace, flux-system when it names none.
+func secretNamespace(ref config.SecretRef) string {
+	if ref.Namespace == "" {
+		return config.DefaultNamespace
+	}
+	return ref.Namespace
 }
 
 // TrustedKeysVar holds the step's trusted-keys input.
@@ -59,6 +101,9 @@ type Run struct {
 type Outcome struct {
 	Revision string
 	Mode     Mode
+	// SecretRefs are the Secrets keys were read from (or would have
+	// been, when skipped): to record.
+	SecretRefs []config.SecretRef
 	Asked    []string
 	Signed   []Signed
 	Notes    []string
@@ -136,6 +181,18 @@ func (r Run) Check(ctx context.Context) (Outcome, error) {
 		return Outcome{}, err
 	}
 	out := Outcome{Revision: r.Revision, Mode: pol.Mode, Asked: pol.Sources, Skipped: r.Skip}
+	asked := r.Asked
+	asked.SecretRefs = slices.Clone(asked.SecretRefs)
+	for _, a := range r.Applied {
+		for _, ref := range a.SecretRefs {
+			if !slices.ContainsFunc(asked.SecretRefs, func(s config.SecretRef) bool {
+				return s.Name == ref.Name && secretNamespace(s) == secretNamespace(ref)
+			}) {
+				asked.SecretRefs = append(asked.SecretRefs, ref)
+			}
+		}
+	}
+	out.SecretRefs = asked.SecretRefs
 	if r.Skip {
 		return out, nil
 	}
@@ -152,7 +209,7 @@ func (r Run) Check(ctx context.Context) (Outcome, error) {
 	if len(last) == 0 && len(r.Asked.KeyFiles) > 0 {
 		out.Notes = append(out.Notes, "verify.keys are read as of the last applied revision, and no target has one yet: this first apply trusts only the trusted-keys input and secretRef keys")
 	}
-	keys, err := r.Sources.keys(ctx, g, r.Dir, r.Asked, last)
+	keys, err := r.Sources.keys(ctx, g, r.Dir, asked, last)
 	if err != nil {
 		return out, err
 	}
