@@ -104,10 +104,10 @@ type Outcome struct {
 	// SecretRefs are the Secrets keys were read from (or would have
 	// been, when skipped): to record.
 	SecretRefs []config.SecretRef
-	Asked    []string
-	Signed   []Signed
-	Notes    []string
-	Skipped  bool
+	Asked      []string
+	Signed     []Signed
+	Notes      []string
+	Skipped    bool
 }
 
 // Log is the outcome's line for the log.
