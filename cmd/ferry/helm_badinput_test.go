@@ -12,6 +12,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 	"github.com/ferry-ci/ferry/internal/images/registrytest"
 	"github.com/ferry-ci/ferry/internal/kube"
+	"github.com/ferry-ci/ferry/internal/ocisig/cosigntest"
 	"github.com/ferry-ci/ferry/internal/testtree"
 )
 
@@ -91,7 +92,49 @@ func TestHelmBadInputs(t *testing.T) {
 	charts := badChartRepo(t)
 	reg := registrytest.Start(t)
 	archive, _ := helmtest.Package(t, testtree.New(t, helmtest.WebChart("")), "1.0.0")
-	helmtest.Push(t, reg.Host, "charts", archive, reg.Username, reg.Password)
+	pushed := helmtest.Push(t, reg.Host, "charts", archive, reg.Username, reg.Password)
+	// web 1.0.0 carries a cosign signature, by a key the repository does
+	// not trust; web 1.1.0 carries none.
+	signer := cosigntest.New(t, reg.Host, reg.Username, reg.Password)
+	otherKey, _ := signer.KeyPair("other")
+	_, trustedPub := signer.KeyPair("trusted")
+	signer.Sign(reg.Host+"/charts/web@"+pushed.Manifest, otherKey, false)
+	unsignedArchive, _ := helmtest.Package(t, testtree.New(t, helmtest.WebChart("")), "1.1.0")
+	helmtest.Push(t, reg.Host, "charts", unsignedArchive, reg.Username, reg.Password)
+	verified := func(tag string) map[string]string {
+		return map[string]string{"oci.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata:
+  name: web
+  namespace: {ns}
+spec:
+  interval: 1h
+  insecure: true
+  url: oci://` + reg.Host + `/charts/web
+  ref: {tag: ` + tag + `}
+  secretRef: {name: registry-creds}
+  verify:
+    provider: cosign
+    secretRef: {name: cosign-keys}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: registry-creds
+  namespace: {ns}
+stringData:
+  username: ` + reg.Username + `
+  password: ` + reg.Password + `
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: cosign-keys
+  namespace: {ns}
+stringData:
+  cosign.pub: |
+` + "    " + strings.ReplaceAll(strings.TrimSpace(string(trustedPub)), "\n", "\n    ") + "\n"}
+	}
 
 	type tc struct {
 		name  string
@@ -141,6 +184,11 @@ spec:
   ref: {tag: 1.0.0}
 `},
 			want: []string{"HelmRelease/{ns}/web", reg.Host + "/charts/web", "401 Unauthorized"}},
+		{name: "chart signed by a key not trusted", spec: "  chartRef: {kind: OCIRepository, name: web}\n", files: verified("1.0.0"),
+			want: []string{"HelmRelease/{ns}/web", "OCIRepository/{ns}/web spec.verify", reg.Host + "/charts/web@" + pushed.Manifest,
+				"is not signed by the keys Secret/{ns}/cosign-keys key cosign.pub"}},
+		{name: "unsigned chart", spec: "  chartRef: {kind: OCIRepository, name: web}\n", files: verified("1.1.0"),
+			want: []string{"HelmRelease/{ns}/web", "OCIRepository/{ns}/web spec.verify", "has no cosign signature"}},
 		{name: "corrupt chart archive", spec: fromRepo("broken", "1.0.0"),
 			want: []string{"HelmRelease/{ns}/web", "chart broken", "corrupt chart archive"}},
 		{name: "oversized chart archive", spec: fromRepo("huge", "1.0.0"),
