@@ -6,7 +6,7 @@ TESTBIN := $(CURDIR)/.cache/testbin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: build image release-local cosign example test tools controlplane gitea vet bench bench-render bench-discover bench-hostile bench-apply bench-fleet bench-diff bench-drift bench-scan bench-helm bench-prdiff bench-start registry crane clean
+.PHONY: build image release-local cosign example test tools controlplane gitea vet bench bench-render bench-discover bench-hostile bench-apply bench-fleet bench-diff bench-drift bench-scan bench-helm bench-prdiff bench-verify bench-start registry crane clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ferry ./cmd/ferry
@@ -66,7 +66,7 @@ vet:
 test: tools controlplane gitea registry cosign vet
 	FERRY_TESTBIN=$(TESTBIN) $(GO) test -count=1 -timeout 60m ./...
 
-bench: bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan bench-helm bench-prdiff
+bench: bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan bench-helm bench-prdiff bench-verify
 
 bench-render: build tools
 	bench/render.sh
@@ -145,6 +145,12 @@ bench-prdiff: build tools registry
 # first line for the release's pinned image pulled cold and already
 # pulled, the setup action, and today's Dockerfile action built from empty
 # caches; the ratio, and what the image and the binary are made of.
+# Chart signature benchmark: ferry render of 50 HelmReleases whose
+# charts must carry a cosign signature, against cosign verify + helm
+# template per release (bench/verify.sh).
+bench-verify: build tools cosign registry
+	bench/verify.sh
+
 bench-start: registry
 	bench/start.sh
 
