@@ -84,20 +84,6 @@ run_helm() {
 run_helm_local() { run_helm local; }
 run_helm_cold() { rm -rf "$work/helm-content"; run_helm oci; }
 
-# The chart objects of a render, "Kind namespace/name", sorted.
-chart_objects() {
-  awk '
-    function flush() { if (kind != "" && helm) print kind, ns "/" name; kind = ns = name = ""; helm = meta = 0 }
-    /^---/ { flush(); next }
-    /^kind: / { kind = $2; next }
-    /^metadata:/ { meta = 1; next }
-    /^[^ #]/ { meta = 0 }
-    meta && /^  name: / { name = $2 }
-    meta && /^  namespace: / { ns = $2 }
-    meta && /^    app\.kubernetes\.io\/managed-by: "?Helm"?$/ { helm = 1 }
-    END { flush() }' "$1" | sort
-}
-
 # Warm-up: fills ferry's cache; the first helm and ferry runs also warm
 # the page cache. Then the check of both sides' objects.
 run_ferry_warm; run_helm_local

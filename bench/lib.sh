@@ -123,3 +123,18 @@ Y
   echo "bench/$(basename "$0"): docker-registry did not start: $(cat "$work/registry/log")" >&2
   exit 1
 }
+
+# The chart objects of a render, "Kind namespace/name", sorted: those
+# labelled app.kubernetes.io/managed-by: Helm.
+chart_objects() {
+  awk '
+    function flush() { if (kind != "" && helm) print kind, ns "/" name; kind = ns = name = ""; helm = meta = 0 }
+    /^---/ { flush(); next }
+    /^kind: / { kind = $2; next }
+    /^metadata:/ { meta = 1; next }
+    /^[^ #]/ { meta = 0 }
+    meta && /^  name: / { name = $2 }
+    meta && /^  namespace: / { ns = $2 }
+    meta && /^    app\.kubernetes\.io\/managed-by: "?Helm"?$/ { helm = 1 }
+    END { flush() }' "$1" | sort
+}

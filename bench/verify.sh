@@ -78,19 +78,6 @@ run_user() {
   done < "$releases"
 }
 
-chart_objects() {
-  awk '
-    function flush() { if (kind != "" && helm) print kind, ns "/" name; kind = ns = name = ""; helm = meta = 0 }
-    /^---/ { flush(); next }
-    /^kind: / { kind = $2; next }
-    /^metadata:/ { meta = 1; next }
-    /^[^ #]/ { meta = 0 }
-    meta && /^  name: / { name = $2 }
-    meta && /^  namespace: / { ns = $2 }
-    meta && /^    app\.kubernetes\.io\/managed-by: "?Helm"?$/ { helm = 1 }
-    END { flush() }' "$1" | sort
-}
-
 run_ferry_verify; run_ferry_plain; run_user
 chart_objects "$work/ferry.yaml" > "$work/ferry.ids"
 chart_objects "$work/helm.yaml" > "$work/helm.ids"
