@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 	"strings"
 	"testing"
 
@@ -12,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ferry-ci/ferry/internal/drift"
+	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 	"github.com/ferry-ci/ferry/internal/kube"
 )
 

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/base64"
 	"encoding/json"
-	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ferry-ci/ferry/internal/diff"
+	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 )
 
 // Values of the SOPS-encrypted Secret the HelmRelease takes its values

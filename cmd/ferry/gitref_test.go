@@ -2,11 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 )
 
 // tenantYAML is a tenant of the staging cluster: a GitRepository of this

@@ -7,7 +7,6 @@
 package diff
 
 import (
-	"github.com/ferry-ci/ferry/internal/verify"
 	"regexp"
 	"sort"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/secrets"
+	"github.com/ferry-ci/ferry/internal/verify"
 )
 
 // Action is what a change does to one object.

@@ -2,12 +2,12 @@ package drift
 
 import (
 	"context"
-	"github.com/ferry-ci/ferry/internal/event"
 	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/ferry-ci/ferry/internal/event"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )

@@ -11,10 +11,11 @@ package notify
 
 import (
 	"context"
-	"github.com/ferry-ci/ferry/internal/event"
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/ferry-ci/ferry/internal/event"
 )
 
 // The events notify sends are package event's.
