@@ -34,6 +34,7 @@ var stepOutputs = map[string][][2]string{
 	"diff": {
 		{"changed", `"true" when any affected target renders differently at head than at base, else "false".`},
 		{"targets", `JSON list of the names of the targets that differ.`},
+		{"risks", `Number of the change's risks nobody accepted (the report's risks section): changes the cluster will refuse, prunes that delete data, APIs it does not serve, and more.`},
 		{"report-path", `Path of the full markdown report (input report-file), for an artifact upload.`},
 	},
 	"plan": {

@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/notify"
 	"github.com/ferry-ci/ferry/internal/output"
+	"github.com/ferry-ci/ferry/internal/risk"
 	"github.com/ferry-ci/ferry/internal/verify"
 )
 
@@ -40,6 +41,9 @@ type diffOptions struct {
 	// requireSigned fails the diff when a commit of the head does not
 	// verify with the base's trusted keys.
 	requireSigned bool
+	// failOn makes risks at least this bad, unaccepted, exit 1.
+	failOn string
+	risks  bool
 }
 
 func newDiffCmd(e *env) *cobra.Command {
@@ -74,6 +78,8 @@ func newDiffCmd(e *env) *cobra.Command {
 	f.BoolVar(&o.live, "live", false, "also compare each affected target's head render with its cluster (server-side dry-run; nothing is written)")
 	f.StringVar(&o.inventoryNS, "inventory-namespace", kube.DefaultInventoryNS, "namespace of the inventory Secrets (for --live)")
 	f.BoolVar(&o.requireSigned, "require-signed", false, "fail (exit 2) when a commit of the head is not signed by a key the base trusts (the trusted-keys input, the base's verify.keys and verify.secretRef variables); the report says how the commits verify whenever such keys are known")
+	f.BoolVar(&o.risks, "risks", true, "find the change's risks (the report's first section); --risks=false leaves them out")
+	f.StringVar(&o.failOn, "fail-on", "", "exit 1 when the change has a risk nobody accepted at least this bad: risk (any), warning, destructive or refused (accept one with a `# ferry: accept-risk ID` line in the pull request's description, or the ferry.dev/accept-risk annotation)")
 	o.cluster.register(f)
 	return cmd
 }
@@ -86,9 +92,23 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	}
 	dopts.Mask = e.Masker
 	dopts.ShowAllMetadata = o.showAllMetadata
+	dopts.NoRisks = !o.risks
+	var failOn risk.Level
+	if o.failOn != "" {
+		if failOn, err = risk.ParseLevel(o.failOn); err != nil {
+			return fmt.Errorf("--fail-on: %w", err)
+		}
+	}
 	if o.live {
 		dopts.Live = diff.LiveCompare(func(t *config.Target) (*kube.Client, error) { return o.cluster.client(ctx, e, t) }, o.inventoryNS, e.Masker)
 		dopts.ReadCluster = o.cluster.clusterReader(e)
+		dopts.Cluster = func(ctx context.Context, t *config.Target) (diff.RiskCluster, error) {
+			c, err := o.cluster.client(ctx, e, t)
+			if err != nil {
+				return nil, err // not a nil *kube.Client in an interface
+			}
+			return c, nil
+		}
 	}
 	if o.notifyOn {
 		// The events are about the head's targets; where they go is the
@@ -127,6 +147,12 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	}
 	if s := report.Signatures; o.requireSigned && !s.OK() {
 		return fmt.Errorf("--require-signed: %s", s.Line())
+	}
+	if failOn != "" {
+		if failing := risk.Failing(report.Risks, failOn); len(failing) > 0 {
+			fmt.Fprintf(e.stderr, "ferry: --fail-on %s: %d risk(s) nobody accepted, the first: %s\n", o.failOn, len(failing), e.Masker.Mask(failing[0].Line()))
+			return &exitCodeError{code: exitDifferences}
+		}
 	}
 	if o.exitCode && report.Changed() {
 		return &exitCodeError{code: exitDifferences}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/ferry-ci/ferry/internal/diff"
+	"github.com/ferry-ci/ferry/internal/risk"
 )
 
 // revisionFlags name the two revisions diff and plan compare.
@@ -32,14 +33,26 @@ func (r *revisionFlags) options(e *env, repo repoFlags, targets []string, pr *in
 	if err != nil {
 		return diff.Options{}, err
 	}
-	return diff.Options{Repo: repo.Dir, Base: r.base, Head: r.head, Render: ropts, Targets: targets, FetchToken: e.Token(), AllTargets: r.allTargets}, nil
+	opts := diff.Options{Repo: repo.Dir, Base: r.base, Head: r.head, Render: ropts, Targets: targets, FetchToken: e.Token(), AllTargets: r.allTargets}
+	if ev != nil && ev.PullRequest != nil {
+		opts.AcceptRisks = risk.AcceptedIDs(ev.PullRequest.Body)
+	}
+	return opts, nil
 }
 
 // reportDiffToActions writes the report to the step summary and the step
-// outputs (changed, targets, report-path) when running inside Actions.
+// outputs (changed, targets, risks: those not accepted, report-path)
+// when running inside Actions.
 func reportDiffToActions(e *env, r *diff.Report, markdown, reportFile string) {
 	e.Summary(markdown)
 	e.Output("changed", strconv.FormatBool(r.Changed()))
+	open := 0
+	for _, rk := range r.Risks {
+		if rk.Accepted == "" {
+			open++
+		}
+	}
+	e.Output("risks", strconv.Itoa(open))
 	b, _ := json.Marshal(r.TargetNames())
 	e.Output("targets", string(b))
 	if reportFile != "" {

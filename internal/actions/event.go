@@ -39,6 +39,9 @@ type PullRequest struct {
 	// MergeBase is the merge base of head and base, where the payload
 	// carries it (Gitea's does).
 	MergeBase string
+	// Body is the pull request's description as the event carries it
+	// (as of the event: an edit is an "edited" event).
+	Body string
 }
 
 // Push is the push of a push event.
@@ -112,6 +115,7 @@ type payload struct {
 			} `json:"repo"`
 		} `json:"head"`
 		MergeBase string `json:"merge_base"`
+		Body      string `json:"body"`
 	} `json:"pull_request"`
 	Repository *struct {
 		FullName string `json:"full_name"`
@@ -147,7 +151,7 @@ func (r *Runtime) Event() (*Event, error) {
 			Number:  pr.Number,
 			BaseRef: pr.Base.Ref, BaseSHA: pr.Base.SHA,
 			HeadRef: pr.Head.Ref, HeadSHA: pr.Head.SHA,
-			Draft: pr.Draft, MergeBase: pr.MergeBase,
+			Draft: pr.Draft, MergeBase: pr.MergeBase, Body: pr.Body,
 		}
 		if ev.PullRequest.Number == 0 {
 			ev.PullRequest.Number = p.Number

@@ -245,3 +245,13 @@ func blockedBy(t *Target, byName map[string]*Target) error {
 	}
 	return walk(t)
 }
+
+// Holds says whether what t's cluster renders holds an object of
+// Kubernetes' core group (kind, namespace, name): its root's variable
+// sources, then its targets' builds (charts not expanded), as
+// clusterObject finds a chart's secretRef.
+func (r *Repo) Holds(ctx context.Context, t *Target, kind, namespace, name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.clusterObject(ctx, t, &render.Result{}, "", kind, namespace, name) != nil
+}

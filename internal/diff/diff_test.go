@@ -96,27 +96,18 @@ func TestRenamedGeneratedSecretIsPaired(t *testing.T) {
 	}
 }
 
-func TestWarnings(t *testing.T) {
-	dep := func(sel string) *unstructured.Unstructured {
-		return obj(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: n}\nspec: {selector: {matchLabels: {app: "+sel+"}}}\n")
-	}
-	objs := Sets([]*unstructured.Unstructured{dep("a")}, []*unstructured.Unstructured{dep("b")}, SetsOptions{})
-	if len(objs[0].Warnings) != 1 || !strings.Contains(objs[0].Warnings[0], "spec.selector") {
-		t.Errorf("selector change: %v", objs[0].Warnings)
-	}
-	svc := func(ip string) *unstructured.Unstructured {
-		return obj(t, "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: n}\nspec: {clusterIP: "+ip+"}\n")
-	}
-	objs = Sets([]*unstructured.Unstructured{svc("10.0.0.1")}, []*unstructured.Unstructured{svc("10.0.0.2")}, SetsOptions{})
-	if len(objs[0].Warnings) != 1 || !strings.Contains(objs[0].Warnings[0], "spec.clusterIP") {
-		t.Errorf("clusterIP change: %v", objs[0].Warnings)
-	}
-	ns := obj(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: gone}\n")
-	crd := obj(t, "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x.example.com}\n")
-	objs = Sets([]*unstructured.Unstructured{ns, crd}, nil, SetsOptions{Prune: true})
-	for _, o := range objs {
-		if !o.Pruned || len(o.Warnings) != 1 || !strings.Contains(o.Warnings[0], "deletes") {
-			t.Errorf("%s removal: pruned=%v %v", o.ID, o.Pruned, o.Warnings)
+// TestRemovalWarnings: a removed object says whether the merge deletes
+// it; what the change risks is the risks section's (TestRiskReport).
+func TestRemovalWarnings(t *testing.T) {
+	cm := obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone, namespace: n}\n")
+	for _, prune := range []bool{true, false} {
+		objs := Sets([]*unstructured.Unstructured{cm}, nil, SetsOptions{Prune: prune})
+		want := "will be pruned"
+		if !prune {
+			want = "stays in the cluster"
+		}
+		if len(objs[0].Warnings) != 1 || !strings.Contains(objs[0].Warnings[0], want) {
+			t.Errorf("prune %v: %v", prune, objs[0].Warnings)
 		}
 	}
 }

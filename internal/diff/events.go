@@ -6,6 +6,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/event"
 	"github.com/ferry-ci/ferry/internal/kube"
+	"github.com/ferry-ci/ferry/internal/risk"
 )
 
 // Reasons of a diff's events: a target whose head render differs from its
@@ -36,8 +37,18 @@ func (r *Report) Events(head *config.Repo) map[string][]event.Event {
 		case rt.Error != "" && rt.Side != "base":
 			ev = src.Event(event.SeverityError, ReasonBuildFailed, r.Head, "Head does not render: "+rt.Error)
 		case rt.Counts.Added+rt.Counts.Changed+rt.Counts.Removed > 0:
-			ev = src.Event(event.SeverityInfo, ReasonDiffChanged, r.Head, fmt.Sprintf("Revision %s changes %s: %d added, %d changed, %d removed",
-				kube.ShortRevision(r.Head), t.Name, rt.Counts.Added, rt.Counts.Changed, rt.Counts.Removed))
+			msg := fmt.Sprintf("Revision %s changes %s: %d added, %d changed, %d removed",
+				kube.ShortRevision(r.Head), t.Name, rt.Counts.Added, rt.Counts.Changed, rt.Counts.Removed)
+			var risks []risk.Risk
+			for _, rk := range r.Risks {
+				if rk.Target == rt.Name {
+					risks = append(risks, rk)
+				}
+			}
+			if len(risks) > 0 {
+				msg += "; " + RiskSummary(risks)
+			}
+			ev = src.Event(event.SeverityInfo, ReasonDiffChanged, r.Head, msg)
 		default:
 			continue
 		}

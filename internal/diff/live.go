@@ -22,11 +22,14 @@ import (
 func Live(cmp *kube.Comparison, prune bool, mask *secrets.Masker) []Object {
 	var out []Object
 	for _, lo := range cmp.Objects {
-		o := Object{ID: lo.ID}
+		o := Object{ID: lo.ID, Answered: lo.Err == nil}
 		switch {
 		case lo.Err != nil:
 			o.Action = Changed
 			o.Warnings = []string{"cannot be compared: " + mask.Mask(lo.Err.Error())}
+			if isRefusal(lo.Err) {
+				o.Refusal, o.Answered = lo.Err, true
+			}
 		case lo.Live == nil && lo.Unchanged:
 			o.Action = Unchanged // a Helm hook that ran and was deleted by its policy
 		case lo.Live == nil:
@@ -49,9 +52,8 @@ func Live(cmp *kube.Comparison, prune bool, mask *secrets.Masker) []Object {
 			o.Action = Unchanged
 			if o.Diff != "" || hidden || o.Secret != nil {
 				o.Action = Changed
-				o.Warnings = immutable(live, want)
 				if hidden {
-					o.Warnings = append(o.Warnings, maskedChange)
+					o.Warnings = []string{maskedChange}
 				}
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ferry-ci/ferry/internal/markdown"
+	"github.com/ferry-ci/ferry/internal/risk"
 )
 
 // MaxObjectDiff caps one object's diff in markdown (the full diff stays in
@@ -29,6 +30,7 @@ func Markdown(r *Report) []string {
 		}
 		fmt.Fprintf(&b, "%s **Signatures** (the base's trusted keys): %s\n\n", mark, markdown.Text(s.Line()))
 	}
+	writeRisks(&b, r.Risks)
 	if !r.Changed() {
 		b.WriteString("No differences in the rendered manifests.\n")
 		writeBroken(&b, r)
@@ -193,4 +195,51 @@ func writeBroken(b *strings.Builder, r *Report) {
 	for _, t := range r.Broken {
 		fmt.Fprintf(b, "\n%s is broken before and after, not affected: %s\n", markdown.Code(t.Name), markdown.Text(firstLine(t.Error)))
 	}
+}
+
+// writeRisks writes the risks section, above everything else the report
+// shows of the change.
+func writeRisks(b *strings.Builder, rs []risk.Risk) {
+	if len(rs) == 0 {
+		return
+	}
+	open := 0
+	for _, r := range rs {
+		if r.Accepted == "" {
+			open++
+		}
+	}
+	kind := "CAUTION"
+	if open == 0 {
+		kind = "NOTE"
+	}
+	fmt.Fprintf(b, "> [!%s]\n> **What this change risks**: %s\n>\n", kind, markdown.Text(RiskSummary(rs)))
+	for _, r := range rs {
+		fmt.Fprintf(b, "> - **%s** %s: %s", r.Level, markdown.Code(r.Target), markdown.Code(r.Object))
+		if r.Field != "" {
+			b.WriteString(" " + markdown.Code(r.Field))
+		}
+		if r.Base != "" || r.Head != "" {
+			fmt.Fprintf(b, " (%s → %s)", markdown.Code(orNone(risk.Short(r.Base))), markdown.Code(orNone(risk.Short(r.Head))))
+		}
+		fmt.Fprintf(b, ": %s", markdown.Text(r.Why))
+		if r.From != "" {
+			fmt.Fprintf(b, " (%s)", markdown.Text(r.From))
+		}
+		fmt.Fprintf(b, ". *Fix:* %s.", markdown.Text(r.Fix))
+		if r.Accepted != "" {
+			fmt.Fprintf(b, " *Accepted* (%s).", markdown.Text(r.Accepted))
+		} else {
+			fmt.Fprintf(b, " <sub>To accept: %s</sub>", markdown.Code("# ferry: accept-risk "+r.ID))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

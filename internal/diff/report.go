@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/risk"
 	"github.com/ferry-ci/ferry/internal/secrets"
 	"github.com/ferry-ci/ferry/internal/verify"
 )
@@ -49,6 +50,12 @@ type Object struct {
 	// line and its Diff left out. Never set on an added or removed
 	// object, on one with warnings, or with SetsOptions.ShowAllMetadata.
 	MetadataOnly []string `json:"metadataOnly,omitempty"`
+	// Refusal is the API server's refusal of the object's dry-run
+	// (--live), which becomes a risk; Answered says the server answered
+	// the dry-run (accepted or refused it), so its answer replaces the
+	// tables'. Neither is part of the JSON report.
+	Refusal  error `json:"-"`
+	Answered bool  `json:"-"`
 }
 
 // SecretChange names the keys of a Secret that were added, removed or
@@ -235,6 +242,9 @@ type Report struct {
 	// Signatures, when trusted keys are known, say how the head's
 	// commits verify with the base's keys.
 	Signatures *verify.Summary `json:"signatures,omitempty"`
+	// Risks are the changes the cluster will refuse or regret, the
+	// worst first; accepted ones are marked.
+	Risks []risk.Risk `json:"risks,omitempty"`
 }
 
 // Changed reports whether any object differs or any target failed.
@@ -317,7 +327,6 @@ func Sets(base, head []*unstructured.Unstructured, opts SetsOptions) []Object {
 				o.Action = Unchanged
 			} else {
 				o.Action = Changed
-				o.Warnings = immutable(bo, ho)
 				if hidden {
 					o.Warnings = append(o.Warnings, maskedChange)
 				}
@@ -325,7 +334,7 @@ func Sets(base, head []*unstructured.Unstructured, opts SetsOptions) []Object {
 			if o.Secret != nil && o.Secret.empty() {
 				o.Secret = nil
 			}
-			if o.Action == Changed && !opts.ShowAllMetadata && len(o.Warnings) == 0 && o.Secret == nil {
+			if o.Action == Changed && !opts.ShowAllMetadata && len(o.Warnings) == 0 && o.Secret == nil && !risk.Refuses(bo, ho) {
 				if keys := metadataOnly(bo, ho); keys != nil {
 					o.MetadataOnly, o.Diff = keys, ""
 				}

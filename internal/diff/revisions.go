@@ -17,6 +17,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/gitrepo"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/risk"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
@@ -61,6 +62,15 @@ type Options struct {
 	// ShowAllMetadata shows in full the objects whose only changes are
 	// chart metadata, instead of folding them (SetsOptions).
 	ShowAllMetadata bool
+	// Cluster, when set (diff --live), reads what the risks need of a
+	// target's cluster: its version, the objects Pod templates need, the
+	// objects of a CRD that would be pruned.
+	Cluster func(ctx context.Context, t *config.Target) (RiskCluster, error)
+	// AcceptRisks are risk IDs the pull request accepts (its
+	// `# ferry: accept-risk` lines).
+	AcceptRisks []string
+	// NoRisks leaves the risks out (diff --risks=false).
+	NoRisks bool
 }
 
 // Plan is the result of the affected-target analysis.
@@ -391,6 +401,7 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	r := &Report{Base: p.Base, Head: p.Head, Unaffected: p.Unaffected, Broken: p.Broken, Targets: []Target{}, Warnings: slices.Clone(p.Notes)}
+	var pending []*targetRisks
 	for _, a := range p.Affected {
 		t := Target{Name: a.Name, Cluster: a.Cluster, Why: a.Why}
 		var base, head *render.Result
@@ -441,6 +452,11 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 					r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %s %s", t.Name, o.ID, w))
 				}
 			}
+			at, kubeVersion := a.head, ""
+			if a.base != nil {
+				at, kubeVersion = a.base, a.base.KubeVersion // the cluster's version is the base's to say
+			}
+			pending = append(pending, newTargetRisks(len(r.Targets), at, t.Name, bo, ho, t.Prune && a.head != nil, t.Releases, kubeVersion))
 		}
 		if opts.Live != nil && a.head != nil && head != nil {
 			live, err := opts.Live(ctx, a.head, head.Set.Objects)
@@ -449,6 +465,9 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 			} else {
 				c := count(live)
 				t.Live, t.LiveCounts = live, &c
+				if n := len(pending); n > 0 && pending[n-1].index == len(r.Targets) {
+					pending[n-1].live, pending[n-1].liveRan = live, true
+				}
 				for _, o := range live {
 					for _, w := range o.Warnings {
 						r.Warnings = append(r.Warnings, fmt.Sprintf("%s (live): %s %s", t.Name, o.ID, w))
@@ -457,6 +476,11 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 			}
 		}
 		r.Targets = append(r.Targets, t)
+	}
+	if !opts.NoRisks {
+		r.Risks = findRisks(ctx, pending, p.head, opts.Cluster, mask)
+		risk.Accept(r.Risks, opts.AcceptRisks, nil)
+		r.markRisks()
 	}
 	mask.Redact(r)
 	if opts.OnRevisions != nil {

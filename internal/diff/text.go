@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ferry-ci/ferry/internal/output"
+	"github.com/ferry-ci/ferry/internal/risk"
 )
 
 const (
@@ -33,6 +34,20 @@ func Text(w io.Writer, r *Report, color bool) error {
 			line = paint(yellow, line)
 		}
 		b.WriteString(line + "\n")
+	}
+	if len(r.Risks) > 0 {
+		b.WriteString(paint(red, "risks: "+RiskSummary(r.Risks)) + "\n")
+		for _, rk := range r.Risks {
+			line := "  " + rk.Line()
+			if rk.Accepted != "" {
+				line += " [accepted: " + rk.Accepted + "]"
+			} else if rk.Level == risk.Refused {
+				line = paint(red, line)
+			} else {
+				line = paint(yellow, line)
+			}
+			b.WriteString(line + "\n    fix: " + rk.Fix + "\n    id: " + rk.ID + "\n")
+		}
 	}
 	if !r.Changed() {
 		b.WriteString("no differences in the rendered manifests\n")

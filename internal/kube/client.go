@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ferry-ci/ferry/internal/manifest"
 )
 
 // ClientOptions say how to reach a cluster. Kubeconfig content wins over a
@@ -173,9 +175,9 @@ func majorMinor(v string) string {
 	return parts[0] + "." + strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' })
 }
 
-// GetCore reads one object of Kubernetes' core group (v1), a ConfigMap
-// or a Secret: nil, nil when the cluster has none. It needs get rights
-// only.
+// GetCore reads one object of Kubernetes' core group (v1), a ConfigMap,
+// Secret, ServiceAccount or PersistentVolumeClaim: nil, nil when the
+// cluster has none. It needs get rights only.
 func (c *Client) GetCore(ctx context.Context, kind, namespace, name string) (*unstructured.Unstructured, error) {
 	var resource string
 	switch kind {
@@ -183,6 +185,10 @@ func (c *Client) GetCore(ctx context.Context, kind, namespace, name string) (*un
 		resource = "configmaps"
 	case "Secret":
 		resource = "secrets"
+	case "ServiceAccount":
+		resource = "serviceaccounts"
+	case "PersistentVolumeClaim":
+		resource = "persistentvolumeclaims"
 	default:
 		return nil, fmt.Errorf("%s/%s/%s: reading a %s is not supported", kind, namespace, name, kind)
 	}
@@ -233,4 +239,30 @@ func SecretData(s *unstructured.Unstructured) (map[string][]byte, error) {
 		out[k] = b
 	}
 	return out, nil
+}
+
+// CountCustomResources counts the objects of a CRD's kind the cluster
+// holds, in every namespace (list, 500 a page, metadata only).
+func (c *Client) CountCustomResources(ctx context.Context, crd *unstructured.Unstructured) (int, error) {
+	d, ok := manifest.CRDOf(crd)
+	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+	if !ok || len(d.Versions) == 0 || plural == "" {
+		return 0, fmt.Errorf("CustomResourceDefinition/%s names no version or plural", crd.GetName())
+	}
+	group, version := d.Group, d.Versions[0]
+	gvr := schema.GroupVersionResource{Group: group, Version: version, Resource: plural}
+	n, next := 0, ""
+	for {
+		list, err := c.metadata.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 500, Continue: next})
+		if apierrors.IsNotFound(err) {
+			return 0, nil // the CRD is not in the cluster (yet)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
+		}
+		n += len(list.Items)
+		if next = list.GetContinue(); next == "" {
+			return n, nil
+		}
+	}
 }
