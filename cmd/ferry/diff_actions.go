@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/ferry-ci/ferry/internal/diff"
+	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/risk"
 )
 
@@ -36,6 +37,11 @@ func (r *revisionFlags) options(e *env, repo repoFlags, targets []string, pr *in
 	opts := diff.Options{Repo: repo.Dir, Base: r.base, Head: r.head, Render: ropts, Targets: targets, FetchToken: e.Token(), AllTargets: r.allTargets}
 	if ev != nil && ev.PullRequest != nil {
 		opts.AcceptRisks = risk.AcceptedIDs(ev.PullRequest.Body)
+	}
+	if ev == nil || ev.PullRequest == nil || !ev.PullRequest.Fork {
+		// Only registries the step has credentials for are asked; a
+		// fork's run asks none.
+		opts.Images = images.NewChecker(e.ChartCredentials(), nil, repo.settings().Insecure)
 	}
 	return opts, nil
 }

@@ -71,6 +71,10 @@ type Options struct {
 	AcceptRisks []string
 	// NoRisks leaves the risks out (diff --risks=false).
 	NoRisks bool
+	// Images, when set, says whether the images Pod templates start to
+	// run exist in their registries (images.Checker: only registries the
+	// run has credentials for).
+	Images ImageChecker
 }
 
 // Plan is the result of the affected-target analysis.
@@ -478,7 +482,7 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 		r.Targets = append(r.Targets, t)
 	}
 	if !opts.NoRisks {
-		r.Risks = findRisks(ctx, pending, p.head, opts.Cluster, mask)
+		r.Risks = findRisks(ctx, pending, p.head, opts.Cluster, opts.Images, mask)
 		risk.Accept(r.Risks, opts.AcceptRisks, nil)
 		r.markRisks()
 	}

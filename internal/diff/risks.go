@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/risk"
 	"github.com/ferry-ci/ferry/internal/secrets"
@@ -22,6 +24,12 @@ type RiskCluster interface {
 	ServerVersion() (string, error)
 	GetCore(ctx context.Context, kind, namespace, name string) (*unstructured.Unstructured, error)
 	CountCustomResources(ctx context.Context, crd *unstructured.Unstructured) (int, error)
+}
+
+// ImageChecker says whether image references exist in their
+// registries (images.Checker).
+type ImageChecker interface {
+	Exists(ctx context.Context, ref string) images.Existence
 }
 
 // targetRisks is what one target's risks are found from, kept until
@@ -75,7 +83,7 @@ func objectKey(o *unstructured.Unstructured) string {
 // affected target's head renders or the head's builds hold; with a
 // cluster, its version, its objects and its dry-run answers replace the
 // tables.
-func findRisks(ctx context.Context, pending []*targetRisks, head *config.Repo, connect func(context.Context, *config.Target) (RiskCluster, error), mask *secrets.Masker) []risk.Risk {
+func findRisks(ctx context.Context, pending []*targetRisks, head *config.Repo, connect func(context.Context, *config.Target) (RiskCluster, error), checker ImageChecker, mask *secrets.Masker) []risk.Risk {
 	cluster := func(p *targetRisks) string {
 		if p.target == nil {
 			return ""
@@ -89,6 +97,9 @@ func findRisks(ctx context.Context, pending []*targetRisks, head *config.Repo, c
 	indexes := map[string]func(kind, namespace, name string) bool{}
 	for c, objs := range byCluster {
 		indexes[c] = risk.Index(objs)
+	}
+	if checker != nil {
+		prefetchImages(ctx, pending, checker)
 	}
 	var out []risk.Risk
 	for _, p := range pending {
@@ -120,6 +131,19 @@ func findRisks(ctx context.Context, pending []*targetRisks, head *config.Repo, c
 			return false
 		}
 		found := risk.Find(in)
+		if checker != nil {
+			for _, c := range in.Changes {
+				if c.Head == nil {
+					continue
+				}
+				for _, use := range risk.NewImages(c.Base, c.Head) {
+					if checker.Exists(ctx, use.Ref) == images.Missing {
+						found = append(found, risk.MissingImage(in.Name, c.Head, use))
+					}
+				}
+			}
+			risk.Sort(found)
+		}
 		if p.liveRan {
 			found = serverAnswers(in.Name, found, p.live, mask)
 		}
@@ -268,4 +292,36 @@ func (r *Report) markRisks() {
 			}
 		}
 	}
+}
+
+// prefetchImages asks the checker about every new image at once, at most
+// 8 at a time; findRisks then reads its cached answers.
+func prefetchImages(ctx context.Context, pending []*targetRisks, checker ImageChecker) {
+	seen := map[string]bool{}
+	var refs []string
+	for _, p := range pending {
+		for _, c := range p.in.Changes {
+			if c.Head == nil {
+				continue
+			}
+			for _, use := range risk.NewImages(c.Base, c.Head) {
+				if !seen[use.Ref] {
+					seen[use.Ref] = true
+					refs = append(refs, use.Ref)
+				}
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, ref := range refs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			checker.Exists(ctx, ref)
+		}()
+	}
+	wg.Wait()
 }

@@ -46,7 +46,7 @@ func riskReport(t *testing.T) *Report {
 		r.Targets = append(r.Targets, Target{Name: tc.name, Why: "files changed", Prune: true, Objects: objs, Counts: count(objs)})
 		pending = append(pending, newTargetRisks(i, nil, tc.name, tc.base, tc.head, true, tc.releases, "v1.33.0"))
 	}
-	r.Risks = findRisks(t.Context(), pending, nil, nil, nil)
+	r.Risks = findRisks(t.Context(), pending, nil, nil, nil, nil)
 	risk.Accept(r.Risks, risk.AcceptedIDs("# ferry: accept-risk flux-suspend:Kustomization/flux-system/shop:spec.suspend"), nil)
 	r.markRisks()
 	return r

@@ -162,3 +162,61 @@ func Index(objs []*unstructured.Unstructured) func(kind, namespace, name string)
 		return has[reference{kind: kind, name: namespace + "/" + name}]
 	}
 }
+
+// ImageUse is an image a Pod spec runs, and the container that runs it.
+type ImageUse struct {
+	Field, Ref string
+}
+
+// NewImages are the images head's Pod spec runs that base's (nil: an
+// added object) did not.
+func NewImages(base, head *unstructured.Unstructured) []ImageUse {
+	had := map[string]bool{}
+	if base != nil {
+		for _, u := range images(base) {
+			had[u.Ref] = true
+		}
+	}
+	var out []ImageUse
+	for _, u := range images(head) {
+		if !had[u.Ref] {
+			had[u.Ref] = true
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// images are the images of o's Pod spec, by container.
+func images(o *unstructured.Unstructured) []ImageUse {
+	gvk := o.GroupVersionKind()
+	path, ok := podSpecPath[gvk.Group+"/"+gvk.Kind]
+	if !ok {
+		return nil
+	}
+	spec, ok, _ := unstructured.NestedMap(o.Object, path...)
+	if !ok {
+		return nil
+	}
+	var out []ImageUse
+	for _, list := range []string{"initContainers", "containers"} {
+		for _, c := range maps(spec[list]) {
+			name, _ := c["name"].(string)
+			if img, _ := c["image"].(string); img != "" {
+				out = append(out, ImageUse{Field: list + "." + name + ".image", Ref: img})
+			}
+		}
+	}
+	return out
+}
+
+// MissingImage is the risk of an image its registry does not have.
+func MissingImage(target string, head *unstructured.Unstructured, use ImageUse) Risk {
+	r := newRisk(target, "image-missing", Warning, head, use.Field)
+	r.Head = use.Ref
+	r.ID = "image-missing:" + r.Object + ":" + use.Ref
+	r.Why = "the registry has no " + use.Ref + " (its manifest answered 404): the Pods will not start (ImagePullBackOff)"
+	r.Fix = "push the image first, or fix the tag"
+	r.From = "registry"
+	return r
+}
