@@ -34,7 +34,9 @@ func TestDiffImageRisks(t *testing.T) {
 	risks := func(vars map[string]string, head string) []string {
 		t.Helper()
 		res := ferry(t, vars, "diff", "--repo", r.Dir, "--base", base, "--head", head, "--format", "json")
-		var rep struct{ Risks []struct{ ID, Head, From string } }
+		var rep struct {
+			Risks []struct{ ID, Head, From string }
+		}
 		// (In a step, workflow commands come before the report.)
 		if err := json.Unmarshal([]byte(res.stdout[strings.Index(res.stdout, "{"):]), &rep); err != nil {
 			t.Fatalf("exit %d: %v\n%s", res.code, err, res.stderr)
