@@ -37,22 +37,28 @@ func (r *Report) Events(head *config.Repo) map[string][]event.Event {
 		case rt.Error != "" && rt.Side != "base":
 			ev = src.Event(event.SeverityError, ReasonBuildFailed, r.Head, "Head does not render: "+rt.Error)
 		case rt.Counts.Added+rt.Counts.Changed+rt.Counts.Removed > 0:
-			msg := fmt.Sprintf("Revision %s changes %s: %d added, %d changed, %d removed",
-				kube.ShortRevision(r.Head), t.Name, rt.Counts.Added, rt.Counts.Changed, rt.Counts.Removed)
-			var risks []risk.Risk
-			for _, rk := range r.Risks {
-				if rk.Target == rt.Name {
-					risks = append(risks, rk)
-				}
-			}
-			if len(risks) > 0 {
-				msg += "; " + RiskSummary(risks)
-			}
-			ev = src.Event(event.SeverityInfo, ReasonDiffChanged, r.Head, msg)
+			ev = src.Event(event.SeverityInfo, ReasonDiffChanged, r.Head, r.changeMessage(rt, t.Name))
 		default:
 			continue
 		}
 		events[t.Cluster] = append(events[t.Cluster], ev)
 	}
 	return events
+}
+
+// changeMessage is a DiffChanged event's message: the counts, and the
+// target's risks when it has any.
+func (r *Report) changeMessage(rt Target, name string) string {
+	msg := fmt.Sprintf("Revision %s changes %s: %d added, %d changed, %d removed",
+		kube.ShortRevision(r.Head), name, rt.Counts.Added, rt.Counts.Changed, rt.Counts.Removed)
+	var risks []risk.Risk
+	for _, rk := range r.Risks {
+		if rk.Target == rt.Name {
+			risks = append(risks, rk)
+		}
+	}
+	if len(risks) > 0 {
+		msg += "; " + RiskSummary(risks)
+	}
+	return msg
 }

@@ -90,3 +90,15 @@ func TestRiskReport(t *testing.T) {
 		}
 	}
 }
+
+// A diff's notification of a target says its risks.
+func TestRiskNotification(t *testing.T) {
+	r := riskReport(t)
+	got := r.changeMessage(r.Targets[1], "shop")
+	if want := "Revision 222222222222 changes shop: 0 added, 1 changed, 1 removed; 3 risks (1 refused, 1 destructive, 1 warning)"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	if got := r.changeMessage(Target{Name: "quiet", Counts: Counts{Changed: 1}}, "quiet"); strings.Contains(got, "risk") {
+		t.Errorf("a target without risks: %q", got)
+	}
+}
