@@ -106,9 +106,12 @@ func maps(v any) []map[string]any {
 	return out
 }
 
-// dangling flags the references head's Pod spec adds (base did not have
-// them) to objects nothing provides: the Pods do not start.
-func dangling(target string, base, head *unstructured.Unstructured, provided func(kind, namespace, name string) bool) []Risk {
+// dangling flags the references of head's Pod spec to objects nothing
+// provides at head, when the change makes them dangle: the reference is
+// new (base did not have it), or the target held the object at base
+// and no longer does. The Pods do not start. A reference that dangled
+// before the change is not the change's risk.
+func dangling(target string, base, head *unstructured.Unstructured, provided, hadOwn func(kind, namespace, name string) bool) []Risk {
 	ns := head.GetNamespace()
 	if ns == "" {
 		return nil
@@ -121,7 +124,8 @@ func dangling(target string, base, head *unstructured.Unstructured, provided fun
 	seen := map[reference]bool{}
 	for _, ref := range references(head) {
 		key := reference{kind: ref.kind, name: ref.name}
-		if seen[key] || provided(ref.kind, ns, ref.name) || slices.ContainsFunc(had, func(h reference) bool { return h.kind == ref.kind && h.name == ref.name }) {
+		isNew := !slices.ContainsFunc(had, func(h reference) bool { return h.kind == ref.kind && h.name == ref.name })
+		if seen[key] || provided(ref.kind, ns, ref.name) || !isNew && !hadOwn(ref.kind, ns, ref.name) {
 			continue
 		}
 		seen[key] = true
@@ -129,6 +133,9 @@ func dangling(target string, base, head *unstructured.Unstructured, provided fun
 		r.Head = ref.kind + "/" + ns + "/" + ref.name
 		r.ID = "dangling-reference:" + r.Object + ":" + ref.kind + "/" + ref.name
 		r.Why = "no render of the cluster holds " + r.Head + ": the Pods will not start until something creates it"
+		if !isNew {
+			r.Why = "the change removes " + r.Head + ", which it still references: new Pods will not start"
+		}
 		r.Fix = "add it to Git, make it optional, or check that the cluster has it (ferry diff --live)"
 		out = append(out, r)
 	}

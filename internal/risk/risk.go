@@ -145,6 +145,13 @@ type Target struct {
 func Find(t Target) []Risk {
 	var out []Risk
 	provided := t.provider()
+	var bases []*unstructured.Unstructured
+	for _, c := range t.Changes {
+		if c.Base != nil {
+			bases = append(bases, c.Base)
+		}
+	}
+	hadOwn := Index(bases)
 	for _, c := range t.Changes {
 		switch {
 		case c.Base != nil && c.Head != nil:
@@ -156,7 +163,7 @@ func Find(t Target) []Risk {
 		}
 		if c.Head != nil {
 			out = append(out, servedAPI(t.Name, c.Head, t.KubeVersion)...)
-			out = append(out, dangling(t.Name, c.Base, c.Head, provided)...)
+			out = append(out, dangling(t.Name, c.Base, c.Head, provided, hadOwn)...)
 		}
 	}
 	out = append(out, charts(t.Name, t.Releases)...)

@@ -146,6 +146,11 @@ spec:
 	if got[0].Head != "Secret/shop/db-creds" {
 		t.Errorf("names %q", got[0].Head)
 	}
+	// The change removes the ConfigMap an unchanged Deployment reads.
+	got = risk.Find(risk.Target{Name: "shop", Changes: []risk.Change{{Base: head, Head: head}, {Base: cfg}, {Base: cert, Head: cert}}, Provides: elsewhere})
+	if want := []string{"warning dangling-reference:Deployment/shop/web:ConfigMap/web-config"}; !slices.Equal(ids(got), want) || !strings.Contains(got[0].Why, "removes") {
+		t.Errorf("a removed ConfigMap: %q %v", ids(got), got)
+	}
 }
 
 func TestAccept(t *testing.T) {
