@@ -9,10 +9,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ferry-ci/ferry/internal/config"
-	"github.com/ferry-ci/ferry/internal/event"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/output"
 	"github.com/ferry-ci/ferry/internal/render"
+	"github.com/ferry-ci/ferry/internal/runenv"
 )
 
 type applyOptions struct {
@@ -99,25 +99,9 @@ func runApply(cmd *cobra.Command, e *env, o *applyOptions, args []string) error 
 	e.Output("pruned", strconv.Itoa(kube.CountAll(sets, kube.Pruned)))
 	e.Summary(kube.MarkdownChangeSets(sets))
 	if !o.apply.DryRun {
-		e.notify(ctx, o.notify, repo, o.verify.mark(applyEvents(targets, sets)))
+		e.notify(ctx, o.notify, repo, o.verify.mark(runenv.ApplyEvents(targets, sets)))
 	}
 	return applyErr
-}
-
-// applyEvents are the events of an apply, by cluster: each target's
-// change set's (kube.ChangeSet.Event), about its Flux Kustomization.
-func applyEvents(targets []*config.Target, sets []*kube.ChangeSet) map[string][]event.Event {
-	byName := map[string]*config.Target{}
-	for _, t := range targets {
-		byName[t.Name] = t
-	}
-	out := map[string][]event.Event{}
-	for _, cs := range sets {
-		if t := byName[cs.Target]; t != nil {
-			out[t.Cluster] = append(out[t.Cluster], cs.Event(t.EventSource()))
-		}
-	}
-	return out
 }
 
 // notifyNothingApplied sends ReconciliationFailed for every target when
@@ -131,7 +115,7 @@ func (o *applyOptions) notifyNothingApplied(ctx context.Context, e *env, repo *c
 	for i, t := range targets {
 		sets[i] = &kube.ChangeSet{Target: t.Name, Revision: revision, Error: err.Error()}
 	}
-	e.notify(ctx, o.notify, repo, applyEvents(targets, sets))
+	e.notify(ctx, o.notify, repo, runenv.ApplyEvents(targets, sets))
 }
 
 // selectTargets loads the repository and the targets to apply. Invariant

@@ -148,11 +148,9 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	if s := report.Signatures; o.requireSigned && !s.OK() {
 		return fmt.Errorf("--require-signed: %s", s.Line())
 	}
-	if failOn != "" {
-		if failing := risk.Failing(report.Risks, failOn); len(failing) > 0 {
-			fmt.Fprintf(e.stderr, "ferry: --fail-on %s: %d risk(s) nobody accepted, the first: %s\n", o.failOn, len(failing), e.Masker.Mask(failing[0].Line()))
-			return &exitCodeError{code: exitDifferences}
-		}
+	if err := report.FailOn(failOn); failOn != "" && err != nil {
+		fmt.Fprintln(e.stderr, "ferry: "+e.Masker.Mask(err.Error()))
+		return &exitCodeError{code: exitDifferences}
 	}
 	if o.exitCode && report.Changed() {
 		return &exitCodeError{code: exitDifferences}

@@ -52,13 +52,7 @@ func (r *revisionFlags) options(e *env, repo repoFlags, targets []string, pr *in
 func reportDiffToActions(e *env, r *diff.Report, markdown, reportFile string) {
 	e.Summary(markdown)
 	e.Output("changed", strconv.FormatBool(r.Changed()))
-	open := 0
-	for _, rk := range r.Risks {
-		if rk.Accepted == "" {
-			open++
-		}
-	}
-	e.Output("risks", strconv.Itoa(open))
+	e.Output("risks", strconv.Itoa(r.OpenRisks()))
 	b, _ := json.Marshal(r.TargetNames())
 	e.Output("targets", string(b))
 	if reportFile != "" {

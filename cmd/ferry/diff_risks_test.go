@@ -87,6 +87,17 @@ spec:
 	if got := risks(res); res.code != 0 || !slices.Equal(got, want) {
 		t.Fatalf("exit %d, risks\n got %q\nwant %q\n%s", res.code, got, want, res.stderr)
 	}
+	// The same change on a base that declares an older cluster, which
+	// still serves flowcontrol v1beta3: no api-removed risk.
+	r.Git(nil, "checkout", "-q", "-b", "older", base)
+	olderBase := r.Commit(nil, "ferry.yaml", "clusters:\n  prod: {kubeVersion: \"1.31.0\"}\ntargets:\n  - {name: app, cluster: prod, path: app, prune: true}\n")
+	r.Commit(nil, "app/flow.yaml", "apiVersion: flowcontrol.apiserver.k8s.io/v1beta3\nkind: FlowSchema\nmetadata: {name: "+ns+"}\nspec: {priorityLevelConfiguration: {name: workload-low}, matchingPrecedence: 9000}\n")
+	olderHead := r.Commit(nil, "app/kustomization.yaml", "resources: [web.yaml, data.yaml, crd.yaml, flow.yaml]\n")
+	if got := risks(ferry(t, nil, "diff", "--repo", r.Dir, "--base", olderBase, "--head", olderHead, "--format", "json")); len(got) != 0 {
+		t.Errorf("kubeVersion 1.31: %q", got)
+	}
+	r.Git(nil, "checkout", "-q", "pr")
+
 	text := ferry(t, nil, args...)
 	if !strings.HasPrefix(strings.SplitN(text.stdout, "\n", 2)[1], "risks: 4 risks (2 refused, 2 destructive)") {
 		t.Errorf("the text report does not start with the risks:\n%s", text.stdout)

@@ -325,3 +325,18 @@ func prefetchImages(ctx context.Context, pending []*targetRisks, checker ImageCh
 	}
 	wg.Wait()
 }
+
+// OpenRisks counts the risks nobody accepted (the step output risks).
+func (r *Report) OpenRisks() int {
+	return len(risk.Failing(r.Risks, risk.Warning))
+}
+
+// FailOn is the error of --fail-on: the risks at least as bad as level
+// nobody accepted, the first named; nil when there are none.
+func (r *Report) FailOn(level risk.Level) error {
+	failing := risk.Failing(r.Risks, level)
+	if len(failing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("--fail-on %s: %d risk(s) nobody accepted, the first: %s", level, len(failing), failing[0].Line())
+}

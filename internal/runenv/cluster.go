@@ -10,6 +10,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/actions"
 	"github.com/ferry-ci/ferry/internal/cloudauth"
 	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/event"
 	"github.com/ferry-ci/ferry/internal/kube"
 )
 
@@ -131,4 +132,20 @@ func (e *Env) cloudEndpoints() cloudauth.Endpoints {
 		AzureAuthority:       e.getenv("AZURE_AUTHORITY_HOST"),
 		AzureResourceManager: e.getenv("AZURE_RESOURCE_MANAGER_ENDPOINT"),
 	}
+}
+
+// ApplyEvents are the events of an apply, by cluster: each target's
+// change set's (kube.ChangeSet.Event), about its Flux Kustomization.
+func ApplyEvents(targets []*config.Target, sets []*kube.ChangeSet) map[string][]event.Event {
+	byName := map[string]*config.Target{}
+	for _, t := range targets {
+		byName[t.Name] = t
+	}
+	out := map[string][]event.Event{}
+	for _, cs := range sets {
+		if t := byName[cs.Target]; t != nil {
+			out[t.Cluster] = append(out[t.Cluster], cs.Event(t.EventSource()))
+		}
+	}
+	return out
 }
