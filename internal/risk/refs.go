@@ -23,16 +23,22 @@ var podSpecPath = map[string][]string{
 	"batch/CronJob":    {"spec", "jobTemplate", "spec", "template", "spec"},
 }
 
-// references are the required objects o's Pod spec names (optional
-// ones, and the default ServiceAccount, left out).
-func references(o *unstructured.Unstructured) []reference {
+// podSpec is o's Pod spec, nil when o is no workload.
+func podSpec(o *unstructured.Unstructured) map[string]any {
 	gvk := o.GroupVersionKind()
 	path, ok := podSpecPath[gvk.Group+"/"+gvk.Kind]
 	if !ok {
 		return nil
 	}
-	spec, ok, _ := unstructured.NestedMap(o.Object, path...)
-	if !ok {
+	spec, _, _ := unstructured.NestedMap(o.Object, path...)
+	return spec
+}
+
+// references are the required objects o's Pod spec names (optional
+// ones, and the default ServiceAccount, left out).
+func references(o *unstructured.Unstructured) []reference {
+	spec := podSpec(o)
+	if spec == nil {
 		return nil
 	}
 	var out []reference
@@ -196,13 +202,8 @@ func NewImages(base, head *unstructured.Unstructured) []ImageUse {
 
 // images are the images of o's Pod spec, by container.
 func images(o *unstructured.Unstructured) []ImageUse {
-	gvk := o.GroupVersionKind()
-	path, ok := podSpecPath[gvk.Group+"/"+gvk.Kind]
-	if !ok {
-		return nil
-	}
-	spec, ok, _ := unstructured.NestedMap(o.Object, path...)
-	if !ok {
+	spec := podSpec(o)
+	if spec == nil {
 		return nil
 	}
 	var out []ImageUse
