@@ -16,7 +16,8 @@ func TestEventPayloads(t *testing.T) {
 	}{
 		{"github/pull_request.json", "pull_request", Event{Repository: "acme/fleet", PullRequest: &PullRequest{
 			Number: 42, BaseRef: "main", BaseSHA: "5a2c8e1f0b9d7c3a6e4f2b1d0c9a8e7f6b5d4c3a",
-			HeadRef: "bump-podinfo", HeadSHA: "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c", HeadRepo: "acme/fleet"}}},
+			HeadRef: "bump-podinfo", HeadSHA: "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c", HeadRepo: "acme/fleet",
+			Body: "Bumps podinfo in stage."}}},
 		{"github/pull_request_fork.json", "pull_request", Event{Repository: "acme/fleet", PullRequest: &PullRequest{
 			Number: 43, BaseRef: "main", BaseSHA: "5a2c8e1f0b9d7c3a6e4f2b1d0c9a8e7f6b5d4c3a",
 			HeadRef: "typo", HeadSHA: "c0ffee0000000000000000000000000000000043", HeadRepo: "drive-by/fleet", Fork: true, Draft: true}}},
