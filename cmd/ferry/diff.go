@@ -102,13 +102,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	if o.live {
 		dopts.Live = diff.LiveCompare(func(t *config.Target) (*kube.Client, error) { return o.cluster.client(ctx, e, t) }, o.inventoryNS, e.Masker)
 		dopts.ReadCluster = o.cluster.clusterReader(e)
-		dopts.Cluster = func(ctx context.Context, t *config.Target) (diff.RiskCluster, error) {
-			c, err := o.cluster.client(ctx, e, t)
-			if err != nil {
-				return nil, err // not a nil *kube.Client in an interface
-			}
-			return c, nil
-		}
+		dopts.Cluster = func(ctx context.Context, t *config.Target) (*kube.Client, error) { return o.cluster.client(ctx, e, t) }
 	}
 	if o.notifyOn {
 		// The events are about the head's targets; where they go is the
@@ -138,7 +132,7 @@ func runDiff(cmd *cobra.Command, e *env, o *diffOptions, args []string) error {
 	if o.comment {
 		commentErr = postDiffComment(cmd, e, o, blocks)
 	}
-	reportDiffToActions(e, report, markdown, o.reportFile)
+	e.ReportDiff(report, markdown, o.reportFile)
 	if commentErr != nil {
 		return commentErr
 	}

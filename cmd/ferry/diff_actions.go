@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"github.com/ferry-ci/ferry/internal/diff"
 	"github.com/ferry-ci/ferry/internal/images"
@@ -44,18 +42,4 @@ func (r *revisionFlags) options(e *env, repo repoFlags, targets []string, pr *in
 		opts.Images = images.NewChecker(e.ChartCredentials(), nil, repo.settings().Insecure)
 	}
 	return opts, nil
-}
-
-// reportDiffToActions writes the report to the step summary and the step
-// outputs (changed, targets, risks: those not accepted, report-path)
-// when running inside Actions.
-func reportDiffToActions(e *env, r *diff.Report, markdown, reportFile string) {
-	e.Summary(markdown)
-	e.Output("changed", strconv.FormatBool(r.Changed()))
-	e.Output("risks", strconv.Itoa(r.OpenRisks()))
-	b, _ := json.Marshal(r.TargetNames())
-	e.Output("targets", string(b))
-	if reportFile != "" {
-		e.Output("report-path", reportFile)
-	}
 }

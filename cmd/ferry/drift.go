@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -102,7 +101,7 @@ func runDrift(ctx context.Context, e *env, o *driftOptions, args []string) error
 	if err := e.print(drift.Reports(reports), o.format.value); err != nil {
 		return err
 	}
-	if err := reportDriftToActions(e, reports, slices.Contains(o.reports, "summary")); err != nil {
+	if err := e.ReportDrift(reports, slices.Contains(o.reports, "summary")); err != nil {
 		return err
 	}
 	o.notifyDrift(ctx, e, repo, checks, reports, connect)
@@ -178,23 +177,6 @@ func (o *driftOptions) driftStatus(reports []*drift.Report, issueErr error) erro
 		return &exitCodeError{code: exitDifferences, msg: "ferry: drift in " + strings.Join(drifted, ", ")}
 	}
 	return nil
-}
-
-// reportDriftToActions sets the step output drifted and, with --report
-// summary, appends the markdown report to the step summary: through the
-// Actions runtime inside a step, else to the file GITHUB_STEP_SUMMARY
-// names, when it names one.
-func reportDriftToActions(e *env, reports []*drift.Report, summary bool) error {
-	_, drifted := drift.Outcome(reports)
-	e.Output("drifted", strconv.FormatBool(len(drifted) > 0))
-	if !summary {
-		return nil
-	}
-	var b strings.Builder
-	if err := drift.Markdown(&b, reports); err != nil {
-		return err
-	}
-	return e.SummaryFile(b.String())
 }
 
 // notifyDrift sends DriftDetected and DriftResolved once per change of a

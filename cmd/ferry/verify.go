@@ -31,29 +31,10 @@ func (v *verifyFlags) register(f *pflag.FlagSet, prefix string) {
 // record on the inventories (verify.Outcome.Record). It reads the targets' inventories (get)
 // for the revision and mode their last apply recorded.
 func (v *verifyFlags) before(ctx context.Context, e *env, cluster *clusterFlags, repo *config.Repo, targets []*config.Target, revision, inventoryNS string) (string, error) {
-	run := v.run
-	run.Dir, run.Revision, run.Asked, run.Sources = repo.Root, revision, repo.Verification(), e.KeySources()
-	for _, t := range targets {
-		c, err := cluster.client(ctx, e, t)
-		if err != nil {
-			continue // reported by the apply, which needs the client too
-		}
-		inv, err := c.ReadInventory(ctx, t.Name, inventoryNS)
-		if err != nil {
-			return "", fmt.Errorf("target %q: cluster %s: reading the last apply: %w", t.Name, c.Host, err)
-		}
-		mode, refs := verify.ParseRecord(inv.Verify)
-		run.Applied = append(run.Applied, verify.Applied{Target: t.Name, Revision: inv.Revision, Mode: mode, SecretRefs: refs})
-	}
-	if len(targets) > 0 {
-		read := cluster.clusterReader(e)
-		run.Sources.ReadSecret = func(ctx context.Context, namespace, name string) (map[string][]byte, error) {
-			s, err := read(ctx, targets[0], "Secret", namespace, name)
-			if err != nil {
-				return nil, err
-			}
-			return kube.SecretData(s)
-		}
+	run, err := e.VerifyRun(ctx, v.run, repo, targets, revision, inventoryNS,
+		func(t *config.Target) (*kube.Client, error) { return cluster.client(ctx, e, t) }, cluster.clusterReader(e))
+	if err != nil {
+		return "", err
 	}
 	out, err := run.Check(ctx)
 	if err != nil || out.Mode == "" {

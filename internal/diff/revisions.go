@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/gitrepo"
+	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/risk"
@@ -65,7 +66,7 @@ type Options struct {
 	// Cluster, when set (diff --live), reads what the risks need of a
 	// target's cluster: its version, the objects Pod templates need, the
 	// objects of a CRD that would be pruned.
-	Cluster func(ctx context.Context, t *config.Target) (RiskCluster, error)
+	Cluster func(ctx context.Context, t *config.Target) (*kube.Client, error)
 	// AcceptRisks are risk IDs the pull request accepts (its
 	// `# ferry: accept-risk` lines).
 	AcceptRisks []string
@@ -482,7 +483,17 @@ func Revisions(ctx context.Context, opts Options) (*Report, error) {
 		r.Targets = append(r.Targets, t)
 	}
 	if !opts.NoRisks {
-		r.Risks = findRisks(ctx, pending, p.head, opts.Cluster, opts.Images, mask)
+		var connect func(context.Context, *config.Target) (RiskCluster, error)
+		if opts.Cluster != nil {
+			connect = func(ctx context.Context, t *config.Target) (RiskCluster, error) {
+				c, err := opts.Cluster(ctx, t)
+				if err != nil {
+					return nil, err // not a nil *kube.Client in an interface
+				}
+				return c, nil
+			}
+		}
+		r.Risks = findRisks(ctx, pending, p.head, connect, opts.Images, mask)
 		risk.Accept(r.Risks, opts.AcceptRisks, nil)
 		r.markRisks()
 	}

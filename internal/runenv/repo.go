@@ -11,6 +11,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/gitrepo"
 	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/images"
+	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/ocisig"
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/secrets"
@@ -169,4 +170,37 @@ func (e *Env) KeySources() verify.Sources {
 		environ = e.environ()
 	}
 	return verify.Sources{TrustedKeys: e.getenv(verify.TrustedKeysVar), Environ: environ}
+}
+
+// VerifyRun is run (the step's --verify flags) for revision of repo,
+// about to reach targets: what the repository asks, the run's key
+// sources, each target's last apply (its inventory in inventoryNS, read
+// through clientOf; a target without a client is left to the apply,
+// which reports it) and, with targets, the reader of a verify Secret
+// from the first one's cluster (get).
+func (e *Env) VerifyRun(ctx context.Context, run verify.Run, repo *config.Repo, targets []*config.Target, revision, inventoryNS string,
+	clientOf func(*config.Target) (*kube.Client, error), read config.ClusterReader) (verify.Run, error) {
+	run.Dir, run.Revision, run.Asked, run.Sources = repo.Root, revision, repo.Verification(), e.KeySources()
+	for _, t := range targets {
+		c, err := clientOf(t)
+		if err != nil {
+			continue
+		}
+		inv, err := c.ReadInventory(ctx, t.Name, inventoryNS)
+		if err != nil {
+			return run, fmt.Errorf("target %q: cluster %s: reading the last apply: %w", t.Name, c.Host, err)
+		}
+		mode, refs := verify.ParseRecord(inv.Verify)
+		run.Applied = append(run.Applied, verify.Applied{Target: t.Name, Revision: inv.Revision, Mode: mode, SecretRefs: refs})
+	}
+	if len(targets) > 0 {
+		run.Sources.ReadSecret = func(ctx context.Context, namespace, name string) (map[string][]byte, error) {
+			s, err := read(ctx, targets[0], "Secret", namespace, name)
+			if err != nil {
+				return nil, err
+			}
+			return kube.SecretData(s)
+		}
+	}
+	return run, nil
 }

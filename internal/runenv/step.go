@@ -1,11 +1,15 @@
 package runenv
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/ferry-ci/ferry/internal/actions"
+	"github.com/ferry-ci/ferry/internal/diff"
+	"github.com/ferry-ci/ferry/internal/drift"
 )
 
 // InStep reports whether ferry runs as an Actions step.
@@ -116,3 +120,34 @@ func (e *Env) Annotate(err error, title, repo string) {
 // RunURL is the address of the workflow run, "" when the environment
 // does not say.
 func (e *Env) RunURL() string { return actions.New(e.getenv, io.Discard).RunURL() }
+
+// ReportDiff writes the report to the step summary and the step
+// outputs (changed, targets, risks: those not accepted, report-path)
+// when running inside Actions.
+func (e *Env) ReportDiff(r *diff.Report, markdown, reportFile string) {
+	e.Summary(markdown)
+	e.Output("changed", strconv.FormatBool(r.Changed()))
+	e.Output("risks", strconv.Itoa(r.OpenRisks()))
+	b, _ := json.Marshal(r.TargetNames())
+	e.Output("targets", string(b))
+	if reportFile != "" {
+		e.Output("report-path", reportFile)
+	}
+}
+
+// ReportDrift sets the step output drifted and, with --report
+// summary, appends the markdown report to the step summary: through the
+// Actions runtime inside a step, else to the file GITHUB_STEP_SUMMARY
+// names, when it names one.
+func (e *Env) ReportDrift(reports []*drift.Report, summary bool) error {
+	_, drifted := drift.Outcome(reports)
+	e.Output("drifted", strconv.FormatBool(len(drifted) > 0))
+	if !summary {
+		return nil
+	}
+	var b strings.Builder
+	if err := drift.Markdown(&b, reports); err != nil {
+		return err
+	}
+	return e.SummaryFile(b.String())
+}
