@@ -55,7 +55,7 @@ func newTargetRisks(index int, t *config.Target, name string, bo, ho []*unstruct
 	}
 	for _, o := range bo {
 		id := manifest.IDOf(o)
-		tr.bases[objectKey(o)] = o
+		tr.bases[risk.ObjectName(o)] = o
 		tr.in.Changes = append(tr.in.Changes, risk.Change{Base: o, Head: head[id], Pruned: prune && head[id] == nil})
 		delete(head, id)
 	}
@@ -70,13 +70,6 @@ func newTargetRisks(index int, t *config.Target, name string, bo, ho []*unstruct
 		}
 	}
 	return tr
-}
-
-func objectKey(o *unstructured.Unstructured) string {
-	if o.GetNamespace() == "" {
-		return o.GetKind() + "/" + o.GetName()
-	}
-	return o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
 }
 
 // findRisks finds every target's risks: Pod templates may need what any
@@ -157,7 +150,7 @@ func findRisks(ctx context.Context, pending []*targetRisks, head *config.Repo, c
 					continue
 				}
 				if a := o.GetAnnotations()[risk.AcceptAnnotation]; a != "" {
-					annotated[objectKey(o)] = a
+					annotated[risk.ObjectName(o)] = a
 				}
 			}
 		}

@@ -15,7 +15,6 @@
 package ocisig
 
 import (
-	"crypto"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -81,7 +80,6 @@ func LoadRoot(value string, readFile func(string) ([]byte, error)) (*Root, error
 type Key struct {
 	// Name says where the key came from: "Secret/ns/name key cosign.pub".
 	Name     string
-	public   crypto.PublicKey
 	verifier signature.Verifier
 	der      []byte
 }
@@ -106,7 +104,7 @@ func ParseKey(name string, pemBytes []byte) (Key, error) {
 	if err != nil {
 		return Key{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return Key{Name: name, public: pub, verifier: v, der: der}, nil
+	return Key{Name: name, verifier: v, der: der}, nil
 }
 
 // Check says what is wrong with p before any signature is read: no key

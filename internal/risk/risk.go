@@ -204,7 +204,7 @@ func (t Target) provider() func(kind, namespace, name string) bool {
 
 // newRisk fills the identity fields of a risk of o.
 func newRisk(target, rule string, level Level, o *unstructured.Unstructured, field string) Risk {
-	obj := objectName(o)
+	obj := ObjectName(o)
 	id := rule + ":" + obj
 	if field != "" {
 		id += ":" + field
@@ -212,8 +212,9 @@ func newRisk(target, rule string, level Level, o *unstructured.Unstructured, fie
 	return Risk{ID: id, Rule: rule, Level: level, Target: target, Object: obj, Field: field}
 }
 
-// objectName is Kind/namespace/name (Kind/name when cluster-scoped).
-func objectName(o *unstructured.Unstructured) string {
+// ObjectName is how a risk names its object: Kind/namespace/name
+// (Kind/name when cluster-scoped).
+func ObjectName(o *unstructured.Unstructured) string {
 	if o.GetNamespace() == "" {
 		return o.GetKind() + "/" + o.GetName()
 	}
