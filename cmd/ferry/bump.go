@@ -1,14 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ferry-ci/ferry/internal/bump"
+	"github.com/ferry-ci/ferry/internal/output"
 )
 
 type bumpOptions struct {
@@ -29,14 +30,18 @@ type bumpOptions struct {
 	author              string
 
 	notify notifyFlags
+
+	images, charts, diff bool
+	format               *choiceValue
+	cacheDir             string
 }
 
 func newBumpCmd(e *env) *cobra.Command {
-	o := &bumpOptions{}
+	o := &bumpOptions{format: newChoice(output.Names(output.All)...)}
 	def := bump.DefaultOptions(".").Scan
 	cmd := &cobra.Command{
 		Use:     "bump [--policy NAME...] [--dry-run | --pr]",
-		Short:   "Scan registries for new image tags and rewrite the marked image lines",
+		Short:   "Scan registries for new image tags and chart versions and rewrite their lines",
 		Long:    help("bump"),
 		Example: helpExamples("bump"),
 		Args:    cobra.NoArgs,
@@ -61,6 +66,11 @@ func newBumpCmd(e *env) *cobra.Command {
 	f.StringVar(&o.title, "title", "", "with --pr: pull request title `TEMPLATE` (default \""+bump.DefaultTitle+"\", grouped \""+bump.DefaultGroupedTitle+"\")")
 	f.BoolVar(&o.group, "group", false, "with --pr: one pull request for every policy instead of one per policy")
 	f.StringVar(&o.author, "author", bump.DefaultAuthor, "with --pr: the commits' `AUTHOR`, as \"Name <email>\"")
+	f.BoolVar(&o.images, "images", true, "move the marked image lines (--images=false: charts only)")
+	f.BoolVar(&o.charts, "charts", true, "move pinned chart versions: HelmRelease chart.spec.version, HelmChart version, OCIRepository ref.tag (--charts=false: images only; off with --policy or a push event)")
+	f.BoolVar(&o.diff, "diff", true, "render each update's change (ferry diff) into its pull request, or the dry run's output")
+	f.Var(o.format, "format", "--dry-run output: text (the edit, then each rendered change), json or markdown (the pull requests' descriptions)")
+	f.StringVar(&o.cacheDir, "cache-dir", "", "keep fetched charts and renders in `DIR` across runs (default: the runner's tool cache)")
 	o.notify.register(f)
 	return cmd
 }
@@ -77,38 +87,35 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	if opts.Pushed, opts.PushedBy, err = bump.PushedImages(o.webhookPayload, e.Event); err != nil {
 		return err
 	}
-	scan, err := bump.Run(cmd.Context(), opts)
-	if scan != nil {
-		e.Hide(scan.Passwords...)
-		for _, n := range scan.Notes {
-			fmt.Fprintln(e.stderr, "ferry: "+n)
+	scan := &bump.Scan{}
+	if o.images {
+		if scan, err = bump.Run(cmd.Context(), opts); scan != nil {
+			e.Hide(scan.Passwords...)
+			for _, n := range scan.Notes {
+				fmt.Fprintln(e.stderr, "ferry: "+n)
+			}
+			for _, w := range scan.Warnings {
+				fmt.Fprintln(e.stderr, "ferry: warning: "+w)
+			}
 		}
-		for _, w := range scan.Warnings {
-			fmt.Fprintln(e.stderr, "ferry: warning: "+w)
+		if err != nil {
+			return err
 		}
 	}
-	if err != nil || scan.Result == nil {
-		return err
+	var b *bumpRun
+	if o.charts && len(o.policies) == 0 && len(opts.Pushed) == 0 {
+		if b, err = scanCharts(cmd.Context(), e, o, scan); err != nil {
+			return err
+		}
+		defer b.close()
+	}
+	if scan.Result == nil && scan.Charts == nil {
+		return nil
 	}
 	if o.pr {
-		return runBumpPR(cmd.Context(), e, o, scan)
+		err = runBumpPR(cmd.Context(), e, o, scan, b)
+	} else {
+		err = writeBump(cmd.Context(), e, o, scan, b)
 	}
-	cs, err := scan.Rewrite()
-	if err != nil {
-		return err
-	}
-	for _, w := range scan.Result.Warnings() {
-		fmt.Fprintln(e.stderr, "ferry: warning: "+w)
-	}
-	e.Summary(scan.Markdown(cs, o.dryRun))
-	if o.dryRun {
-		scan.Report(e.stderr, cs, "would change")
-		_, err := io.WriteString(e.stdout, cs.UnifiedDiff())
-		return err
-	}
-	if err := cs.Write(); err != nil {
-		return err
-	}
-	scan.Report(e.stdout, cs, "changed")
-	return nil
+	return cmp.Or(err, b.problems())
 }

@@ -13,17 +13,20 @@ import (
 // commit), force-pushes the branches and opens or updates one pull
 // request per branch. Everything that can fail before a push (templates,
 // the repository, the forge, every commit) is done first.
-func runBumpPR(ctx context.Context, e *env, o *bumpOptions, scan *bump.Scan) error {
+func runBumpPR(ctx context.Context, e *env, o *bumpOptions, scan *bump.Scan, b *bumpRun) error {
 	prs, err := bump.NewPullRequests(scan, bump.PROptions{Branch: o.branch, Title: o.title, Group: o.group, Author: o.author, Base: o.base})
 	if err != nil {
 		return err
 	}
-	warnings := scan.Result.Warnings()
+	var warnings []string
+	if scan.Result != nil {
+		warnings = scan.Result.Warnings()
+	}
 	for _, w := range warnings {
 		fmt.Fprintln(e.stderr, "ferry: warning: "+w)
 	}
 	if prs.Len() == 0 {
-		fmt.Fprintln(e.stderr, "ferry: every marked image is at its policy's latest tag; no pull request")
+		fmt.Fprintln(e.stderr, "ferry: every marked image and pinned chart is at its newest allowed version; no pull request")
 		e.Output("pull-requests", "[]")
 		return nil
 	}
@@ -35,7 +38,22 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, scan *bump.Scan) err
 	if err != nil {
 		return fmt.Errorf("--pr: %w", err)
 	}
-	if err := prs.Commit(); err != nil {
+	if b == nil {
+		if b, err = newBumpRun(e, o); err != nil {
+			return err
+		}
+	}
+	if b.noDiff != "" {
+		fmt.Fprintf(e.stderr, "ferry: the updates are not rendered: %s\n", b.noDiff)
+	}
+	err = prs.Commit(func(u *bump.Update) bump.Description {
+		r := b.render(ctx, u, prs.BaseCommit())
+		if r == nil {
+			r = &bump.Rendered{}
+		}
+		return bump.Describe(u, *r, e.Masker.Mask)
+	})
+	if err != nil {
 		return err
 	}
 	opened, err := prs.Open(ctx, f, o.remote, token)

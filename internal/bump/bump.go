@@ -49,6 +49,9 @@ type Scan struct {
 	// Warnings are about credential variables of the former spelling
 	// (images.EnvRead), to tell the user.
 	Warnings []string
+	// Charts is what the chart scan found (ScanCharts); nil when charts
+	// were not scanned.
+	Charts *ChartScan
 }
 
 // Run finds the policies and markers of the repository, checks every

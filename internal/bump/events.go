@@ -5,14 +5,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ferry-ci/ferry/internal/config"
 	"github.com/ferry-ci/ferry/internal/event"
 )
 
 // Events are the events of a pull request bump opened or updated: one per
-// image policy it moves, "policy old -> new, <URL>", PullRequestOpened or
-// PullRequestUpdated (info), the ImagePolicy its involved object. A pull
-// request left unchanged has none.
+// image policy and per object whose chart version it moves, "object old
+// -> new, <URL>", PullRequestOpened or PullRequestUpdated (info), the
+// ImagePolicy (or HelmRelease, HelmChart, OCIRepository) its involved
+// object. A pull request left unchanged has none.
 func (p Opened) Events() []event.Event {
 	var reason string
 	switch p.Action {
@@ -26,34 +26,36 @@ func (p Opened) Events() []event.Event {
 	type move struct{ old, new []string }
 	moves := map[string]*move{}
 	var order []string
-	refs := map[string]event.ObjectReference{}
 	for _, c := range p.Changes {
-		if c.Policy == nil {
-			continue
+		objs := c.Objects
+		if len(objs) == 0 {
+			objs = []string{c.Object}
 		}
-		id := c.Policy.Namespace + "/" + c.Policy.Name
-		m := moves[id]
-		if m == nil {
-			m = &move{}
-			moves[id] = m
-			order = append(order, id)
-			refs[id] = event.ObjectReference{Kind: "ImagePolicy", APIVersion: config.ImageGroup + "/v1", Namespace: c.Policy.Namespace, Name: c.Policy.Name}
-		}
-		if !slices.Contains(m.old, c.Old) {
-			m.old = append(m.old, c.Old)
-		}
-		if !slices.Contains(m.new, c.New) {
-			m.new = append(m.new, c.New)
+		for _, id := range objs {
+			m := moves[id]
+			if m == nil {
+				m = &move{}
+				moves[id] = m
+				order = append(order, id)
+			}
+			if !slices.Contains(m.old, c.Old) {
+				m.old = append(m.old, c.Old)
+			}
+			if !slices.Contains(m.new, c.New) {
+				m.new = append(m.new, c.New)
+			}
 		}
 	}
 	var out []event.Event
 	for _, id := range order {
+		kind, rest, _ := strings.Cut(id, "/")
+		ns, name, _ := strings.Cut(rest, "/")
 		m := moves[id]
 		out = append(out, event.Event{
-			InvolvedObject:      refs[id],
+			InvolvedObject:      event.ObjectReference{Kind: kind, APIVersion: apiVersions[kind], Namespace: ns, Name: name},
 			Severity:            event.SeverityInfo,
 			Reason:              reason,
-			Message:             fmt.Sprintf("%s %s -> %s, %s", id, strings.Join(m.old, ", "), strings.Join(m.new, ", "), p.URL),
+			Message:             fmt.Sprintf("%s %s -> %s, %s", rest, strings.Join(m.old, ", "), strings.Join(m.new, ", "), p.URL),
 			Metadata:            map[string]string{"pullRequest": p.URL},
 			ReportingController: event.Controller,
 		})

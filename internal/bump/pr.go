@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/mail"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -26,10 +28,13 @@ const (
 
 // Fields are what the branch and title templates can use. For a grouped
 // pull request, Policy, Namespace, Name, Image and Tag are those of the
-// first policy.
+// first policy (or chart). For a chart, Policy is "chart NAME",
+// Namespace "chart", Name and Image the chart's name, Tag its new
+// version, Source its repository; Kind is "image" or "chart".
 type Fields struct {
 	Policy, Namespace, Name, Image, Tag string
 	Count                               int
+	Kind, Chart, Source                 string
 }
 
 // PROptions say how the pull requests are written.
@@ -52,29 +57,39 @@ type PullRequests struct {
 	branch   *template.Template
 	title    *template.Template
 	author   *mail.Address
-	updates  []images.Update
+	updates  []Update
 	prepared []prepared
 }
 
 // prepared is one pull request, committed and ready to push.
 type prepared struct {
-	u                   images.Update
-	branch, title, body string
-	commit              string
+	u             Update
+	branch, title string
+	desc          Description
+	commit        string
+}
+
+// Description is what a pull request says beyond its title: its body,
+// what does not fit in it (kept as comments on it, in order), and the
+// labels it carries or not.
+type Description struct {
+	Body     string
+	Comments []string
+	Labels   map[string]bool
 }
 
 // Opened is one pull request opened, updated or left as it was.
 type Opened struct {
-	Policy  string          `json:"policy"`
-	Number  int             `json:"number"`
-	URL     string          `json:"url"`
-	Action  string          `json:"action"` // created, updated or unchanged
-	Changes []images.Change `json:"-"`
+	Policy  string   `json:"policy"`
+	Number  int      `json:"number"`
+	URL     string   `json:"url"`
+	Action  string   `json:"action"` // created, updated or unchanged
+	Changes []Change `json:"-"`
 }
 
 // NewPullRequests checks the templates and the author, opens the
-// repository at Root and computes the updates of the scan (one per policy,
-// or one for all); nothing is committed yet.
+// repository at Root and computes the updates of the scan (one per
+// policy and per chart, or one for all); nothing is committed yet.
 func NewPullRequests(s *Scan, o PROptions) (*PullRequests, error) {
 	p := &PullRequests{}
 	if err := p.parse(o); err != nil {
@@ -88,12 +103,28 @@ func NewPullRequests(s *Scan, o PROptions) (*PullRequests, error) {
 		return nil, fmt.Errorf("--pr: %w", err)
 	}
 	p.repo = repo
-	p.updates, err = images.Updates(s.Markers, s.Result, repo.Read, o.Group)
+	var imgs []images.Update
+	if s.Result != nil {
+		if imgs, err = images.Updates(s.Markers, s.Result, repo.Read, o.Group); err != nil {
+			return nil, err
+		}
+	}
+	var moves []ChartMove
+	if s.Charts != nil {
+		moves = s.Charts.Moves
+	}
+	p.updates, err = NewUpdates(imgs, moves, repo.Read, o.Group)
 	return p, err
 }
 
 // Len is the number of pull requests to open.
 func (p *PullRequests) Len() int { return len(p.updates) }
+
+// BaseCommit is the commit the updates are made on.
+func (p *PullRequests) BaseCommit() string { return p.repo.BaseCommit() }
+
+// Updates are the pull requests' updates, in order.
+func (p *PullRequests) Updates() []Update { return p.updates }
 
 func (p *PullRequests) parse(o PROptions) error {
 	bs, ts := o.Branch, o.Title
@@ -123,13 +154,14 @@ func (p *PullRequests) parse(o PROptions) error {
 }
 
 // Commit names each update's branch and title from the templates and
-// commits it; nothing is pushed yet, so a bad template or a commit that
-// fails stops the run before anything leaves the machine.
-func (p *PullRequests) Commit() error {
+// commits it, its message the title and the update's Summary; describe
+// gives each pull request's description (nil: the Summary alone).
+// Nothing is pushed yet, so a bad template or a commit that fails stops
+// the run before anything leaves the machine.
+func (p *PullRequests) Commit(describe func(u *Update) Description) error {
 	seen := map[string]string{}
 	for _, u := range p.updates {
-		r := u.Results[0]
-		fields := Fields{Policy: r.Policy.ID(), Namespace: r.Policy.Namespace, Name: r.Policy.Name, Image: r.Policy.Image, Tag: r.Tag, Count: len(u.Results)}
+		fields := u.Fields
 		branch, err := execTemplate(p.branch, fields)
 		if err != nil {
 			return fmt.Errorf("--branch: %w", err)
@@ -145,19 +177,25 @@ func (p *PullRequests) Commit() error {
 		if err != nil {
 			return fmt.Errorf("--title: %w", err)
 		}
-		body := u.Body()
-		commit, err := p.repo.Commit(updateFiles(u), title+"\n\n"+body, p.author.Name, p.author.Address)
+		summary := u.Summary()
+		desc := Description{Body: summary}
+		if describe != nil {
+			desc = describe(&u)
+		}
+		commit, err := p.repo.Commit(u.HeadFiles(), title+"\n\n"+summary, p.author.Name, p.author.Address)
 		if err != nil {
 			return err
 		}
-		p.prepared = append(p.prepared, prepared{u, branch, title, body, commit})
+		p.prepared = append(p.prepared, prepared{u, branch, title, desc, commit})
 	}
 	return nil
 }
 
 // Open force-pushes each committed branch to remote with token and opens
 // its pull request into the base branch, or updates the one already open
-// from that branch. It returns the pull requests done before an error.
+// from that branch; then sets its labels and keeps what its body could
+// not hold as comments on it (forge.Sticky, key "bump"). It returns the
+// pull requests done before an error.
 func (p *PullRequests) Open(ctx context.Context, f forge.Forge, remote, token string) ([]Opened, error) {
 	var out []Opened
 	for _, pr := range p.prepared {
@@ -165,11 +203,25 @@ func (p *PullRequests) Open(ctx context.Context, f forge.Forge, remote, token st
 		if err != nil {
 			return out, fmt.Errorf("pushing %s: %w", pr.branch, err)
 		}
-		got, action, err := forge.SyncPullRequest(ctx, f, pr.branch, p.repo.BaseBranch, pr.title, pr.body, pushed)
+		got, action, err := forge.SyncPullRequest(ctx, f, pr.branch, p.repo.BaseBranch, pr.title, pr.desc.Body, pushed)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, Opened{Policy: pr.u.Key, Number: got.Number, URL: got.URL, Action: string(action), Changes: pr.u.Changes()})
+		opened := Opened{Policy: pr.u.Key, Number: got.Number, URL: got.URL, Action: string(action), Changes: pr.u.Changes}
+		for _, l := range slices.Sorted(maps.Keys(pr.desc.Labels)) {
+			if err := f.SetPullRequestLabel(ctx, got.Number, l, pr.desc.Labels[l]); err != nil {
+				return append(out, opened), fmt.Errorf("pull request #%d: label %q: %w", got.Number, l, err)
+			}
+		}
+		sticky := forge.Sticky{Key: "bump", MaxParts: forge.DefaultMaxParts}
+		res, err := sticky.Sync(ctx, f, got.Number, pr.desc.Comments)
+		if err != nil {
+			return append(out, opened), fmt.Errorf("pull request #%d: the rest of its description: %w", got.Number, err)
+		}
+		if opened.Action == string(forge.PullRequestUnchanged) && res.Writes() > 0 {
+			opened.Action = string(forge.PullRequestUpdated)
+		}
+		out = append(out, opened)
 	}
 	return out, nil
 }
@@ -180,15 +232,6 @@ func execTemplate(t *template.Template, f Fields) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(b.String()), nil
-}
-
-// updateFiles are an update's files by path, with their new content.
-func updateFiles(u images.Update) map[string][]byte {
-	files := make(map[string][]byte, len(u.Files))
-	for _, f := range u.Files {
-		files[f.Path] = f.New
-	}
-	return files
 }
 
 // Markdown is the step summary of the pull requests bump opened, updated

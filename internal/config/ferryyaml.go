@@ -64,6 +64,9 @@ type File struct {
 	// Verify has apply and drift --heal check the signatures of the
 	// revision before anything reaches a cluster.
 	Verify *VerifyConfig `json:"verify,omitempty" yaml:"verify,omitempty"`
+	// Charts are the rules of ferry bump's chart versions: which
+	// versions a chart may move to.
+	Charts []ChartRuleConfig `json:"charts,omitempty" yaml:"charts,omitempty"`
 }
 
 // InputProviderAPIsConfig is ferry.yaml's inputProviderAPIs: block.
@@ -391,6 +394,11 @@ func ParseFile(data []byte) (*File, error) {
 			return nil, fmt.Errorf("%s: image policy %q is declared twice", FileName, ns+"/"+p.Name)
 		}
 		policies[ns+"/"+p.Name] = true
+	}
+	for i, c := range f.Charts {
+		if err := c.check(); err != nil {
+			return nil, fmt.Errorf("%s: charts[%d]: %w", FileName, i, err)
+		}
 	}
 	if err := f.Notifications.check(); err != nil {
 		return nil, err

@@ -244,8 +244,10 @@ func (r *Repo) allowFetch(ctx context.Context, t *Target, source *unstructured.U
 			// The same spec (secretRef, insecure, type, provider, ...)
 			// gets the credentials it has at the base; any change of it
 			// is fetched anonymously. spec.verify does not say where
-			// credentials go, and the base's is kept (sourceVerify).
-			same := reflect.DeepEqual(specBut(b, "verify"), specBut(source, "verify"))
+			// credentials go, and the base's is kept (sourceVerify);
+			// nor does an OCIRepository's spec.ref, which picks an
+			// artifact of the same repository (a chart bump moves it).
+			same := reflect.DeepEqual(specBut(b, "verify", "ref"), specBut(source, "verify", "ref"))
 			return fetchDecision{fetch: true, credentials: same, withheld: "the pull request changed the spec of " + sourceID(source) + ": its credentials are the base revision's"}
 		}
 	}
@@ -329,9 +331,11 @@ func (r *Repo) trustedSourceObject(ctx context.Context, cluster, first string, o
 	return r.trusted.sourceObject(ctx, cluster, first, o)
 }
 
-// specBut is o's spec without the field.
-func specBut(o *unstructured.Unstructured, field string) map[string]any {
+// specBut is o's spec without the fields.
+func specBut(o *unstructured.Unstructured, fields ...string) map[string]any {
 	spec, _, _ := unstructured.NestedMap(o.Object, "spec")
-	delete(spec, field)
+	for _, f := range fields {
+		delete(spec, f)
+	}
 	return spec
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/confine"
 	"github.com/ferry-ci/ferry/internal/gitrepo"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/manifest"
@@ -76,6 +77,11 @@ type Options struct {
 	// run exist in their registries (images.Checker: only registries the
 	// run has credentials for).
 	Images ImageChecker
+	// HeadFiles, when set, makes the head the base revision with these
+	// files (by path relative to Repo, slash-separated) holding this
+	// content instead: the change ferry bump proposes, before it is
+	// committed. Head is not read.
+	HeadFiles map[string][]byte
 }
 
 // Plan is the result of the affected-target analysis.
@@ -175,7 +181,7 @@ func open(ctx context.Context, opts Options) (*revisions, string, string, error)
 		return h, nil
 	}
 	head := opts.Head
-	if head == "" {
+	if head == "" || opts.HeadFiles != nil {
 		head = "HEAD"
 	}
 	bh, err := resolve("base", opts.Base)
@@ -186,8 +192,11 @@ func open(ctx context.Context, opts Options) (*revisions, string, string, error)
 	if err != nil {
 		return nil, "", "", err
 	}
-	all, err := g.Changed(bh, hh)
-	if err != nil {
+	var all []string
+	if opts.HeadFiles != nil {
+		hh = bh
+		all = overlayChanged(opts.HeadFiles, prefix)
+	} else if all, err = g.Changed(bh, hh); err != nil {
 		return nil, "", "", err
 	}
 	rv := &revisions{base: bh, head: hh}
@@ -231,7 +240,44 @@ func open(ctx context.Context, opts Options) (*revisions, string, string, error)
 		rv.cleanup()
 		return nil, "", "", herr
 	}
+	if err := writeOverlay(hdir, opts.HeadFiles); err != nil {
+		rv.cleanup()
+		return nil, "", "", fmt.Errorf("head revision: %w", err)
+	}
 	return rv, bdir, hdir, nil
+}
+
+// overlayChanged are the paths of files, relative to the Git work
+// tree's top (prefix is the repository folder's path in it), sorted.
+func overlayChanged(files map[string][]byte, prefix string) []string {
+	var out []string
+	for p := range files {
+		if prefix != "" {
+			p = prefix + "/" + p
+		}
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// writeOverlay writes files into the exported tree dir, each in a
+// folder the export holds (confined to it).
+func writeOverlay(dir string, files map[string][]byte) error {
+	if len(files) == 0 {
+		return nil
+	}
+	root, err := confine.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		if err := root.WriteFile(p, files[p], 0o644); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // Targets finds the targets a change between two revisions affects: a

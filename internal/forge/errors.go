@@ -22,6 +22,10 @@ const (
 	permCommentsWrite     = "pull-requests: write (issues: write for an issue)"
 	permStatusesRead      = "statuses: read"
 	permStatusesWrite     = "statuses: write"
+
+	// GitHub labels a pull request with pull-requests: write, but creates
+	// a label the repository lacks only with issues: write.
+	permLabelsWrite = "pull-requests: write (and issues: write for a label the repository lacks)"
 )
 
 // What Gitea wants for commit statuses, which the workflow permissions

@@ -113,6 +113,14 @@ type Forge interface {
 	OpenPullRequest(ctx context.Context, head, base string) (*PullRequest, error)
 	CreatePullRequest(ctx context.Context, pr NewPullRequest) (PullRequest, error)
 	EditPullRequest(ctx context.Context, number int, title, body string) error
+	// SetPullRequestLabel makes pull request number carry label (present)
+	// or not carry it, so that a label can tell reviewers what ferry's
+	// last run found (a bump whose chart fails to render). Adding creates
+	// the label where the repository lacks it; removing a label the pull
+	// request does not carry, or the repository does not have, is no
+	// error. The pull request's labels are read first: a call that would
+	// change nothing writes nothing.
+	SetPullRequestLabel(ctx context.Context, number int, label string, present bool) error
 
 	// Issues lists issues (never pull requests) carrying label, in state
 	// "open", "closed" or "all".

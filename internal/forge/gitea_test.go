@@ -115,3 +115,31 @@ func TestGiteaCommitStatuses(t *testing.T) {
 		t.Errorf("statuses of a missing commit: %v, want ErrNotFound", err)
 	}
 }
+
+func TestGiteaLabelPermissions(t *testing.T) {
+	w := giteaWorld(t)
+	ctx := context.Background()
+	const label = "ferry: render fails"
+
+	// A user who may read the repository but not write to it can neither
+	// create the label nor put an existing one on.
+	err := w.other.SetPullRequestLabel(ctx, w.pr, label, true)
+	if !errors.Is(err, forge.ErrPermission) || !strings.Contains(err.Error(), "creating label") || strings.Contains(err.Error(), w.token) {
+		t.Errorf("a reader creating a label: %v, want ErrPermission about creating it", err)
+	}
+	t.Logf("error: %v", err)
+	if err := w.ferry.SetPullRequestLabel(ctx, w.pr, label, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ferry.SetPullRequestLabel(ctx, w.pr, label, false); err != nil {
+		t.Fatal(err)
+	}
+	err = w.other.SetPullRequestLabel(ctx, w.pr, label, true)
+	if !errors.Is(err, forge.ErrPermission) || !strings.Contains(err.Error(), "pull-requests: write") {
+		t.Errorf("a reader labelling: %v, want ErrPermission naming pull-requests: write", err)
+	}
+	t.Logf("error: %v", err)
+	if got := w.prLabels(t, w.pr); len(got) != 0 {
+		t.Errorf("labels after the refused calls: %v, want none", got)
+	}
+}

@@ -116,6 +116,13 @@ func TestGitHubTokenErrors(t *testing.T) {
 	if !errors.Is(err, forge.ErrPermission) || !strings.Contains(err.Error(), "issues: write") {
 		t.Errorf("opening an issue with a read-only token: %v, want ErrPermission naming issues: write", err)
 	}
+	err = ro.SetPullRequestLabel(ctx, pr, "ferry: render fails", true)
+	if !errors.Is(err, forge.ErrPermission) || !strings.Contains(err.Error(), "pull-requests: write") || !strings.Contains(err.Error(), "issues: write") {
+		t.Errorf("labelling with a read-only token: %v, want ErrPermission naming pull-requests: write and issues: write", err)
+	}
+	if err := ro.SetPullRequestLabel(ctx, pr, "ferry: render fails", false); err != nil {
+		t.Errorf("removing a label the pull request lacks with a read-only token: %v, want nothing asked", err)
+	}
 	if _, err := ro.Comments(ctx, pr); err != nil {
 		t.Errorf("reading with a read-only token: %v", err)
 	}

@@ -2,10 +2,16 @@ package forge_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"code.gitea.io/sdk/gitea"
@@ -32,13 +38,17 @@ type world struct {
 	// label puts label on issue n (as the repository's owner would).
 	label func(t *testing.T, n int, label string)
 
-	// serverWrites counts the write requests the server saw (GitHub's
-	// test server only; nil on Gitea, where counter counts them).
+	// serverWrites counts write requests on the wire: all the GitHub
+	// test server saw, or those ferry's user sent to Gitea (through a
+	// counting proxy), where counter counts only the calls.
 	serverWrites func() int
 	// render renders markdown as the forge does (Gitea only).
 	render func(t *testing.T, md string) string
 	// comments reads the pull request's comments straight from the server.
 	comments func(t *testing.T) []forge.Comment
+	// prLabels reads the labels pull request n carries straight from the
+	// server, sorted.
+	prLabels func(t *testing.T, n int) []string
 }
 
 type forgeCase struct {
@@ -100,6 +110,9 @@ func githubWorld(t *testing.T) *world {
 			}
 			return out
 		},
+		prLabels: func(t *testing.T, n int) []string {
+			return slices.Sorted(slices.Values(s.Labels("acme", "fleet", n)))
+		},
 	}
 }
 
@@ -131,23 +144,25 @@ func giteaWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatalf("opening the pull request: %v", err)
 	}
-	newForge := func(tok string) *forge.Gitea {
-		f, err := forge.NewGitea(forge.Config{Kind: forge.KindGitea, APIURL: g.URL, Token: tok, Owner: u.me, Repo: repo})
+	newForge := func(api, tok string) *forge.Gitea {
+		f, err := forge.NewGitea(forge.Config{Kind: forge.KindGitea, APIURL: api, Token: tok, Owner: u.me, Repo: repo})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return f
 	}
+	proxy, writes := countingProxy(t, g.URL)
 	admin := g.Client(t, g.AdminToken)
 	return &world{
-		ferry: &counter{Forge: newForge(u.meTok)},
-		other: newForge(u.otTok),
-		me:    u.me,
-		owner: u.me,
-		repo:  repo,
-		pr:    int(pr.Index),
-		head:  pr.Head.Sha,
-		token: u.meTok,
+		ferry:        &counter{Forge: newForge(proxy, u.meTok)},
+		other:        newForge(g.URL, u.otTok),
+		me:           u.me,
+		owner:        u.me,
+		repo:         repo,
+		pr:           int(pr.Index),
+		head:         pr.Head.Sha,
+		token:        u.meTok,
+		serverWrites: writes,
 		branch: func(t *testing.T, name string) {
 			t.Helper()
 			d := t.TempDir()
@@ -191,7 +206,39 @@ func giteaWorld(t *testing.T) *world {
 			}
 			return out
 		},
+		prLabels: func(t *testing.T, n int) []string {
+			t.Helper()
+			p, _, err := admin.GetPullRequest(u.me, repo, int64(n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, l := range p.Labels {
+				out = append(out, l.Name)
+			}
+			slices.Sort(out)
+			return out
+		},
 	}
+}
+
+// countingProxy forwards to the server at target and counts the write
+// requests it forwards. It returns its own URL and the count.
+func countingProxy(t *testing.T, target string) (string, func() int) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Int64
+	srv := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		if r.In.Method != http.MethodGet && r.In.Method != http.MethodHead {
+			writes.Add(1)
+		}
+	}})
+	t.Cleanup(srv.Close)
+	return srv.URL + "/", func() int { return int(writes.Load()) }
 }
 
 func writeFile(t *testing.T, path, body string) {

@@ -49,6 +49,10 @@ func (m maskedForge) EditPullRequest(ctx context.Context, number int, title, bod
 	return m.f.EditPullRequest(ctx, number, m.mask(title), m.mask(body))
 }
 
+func (m maskedForge) SetPullRequestLabel(ctx context.Context, number int, label string, present bool) error {
+	return m.f.SetPullRequestLabel(ctx, number, m.mask(label), present)
+}
+
 func (m maskedForge) Issues(ctx context.Context, label, state string) ([]Issue, error) {
 	return m.f.Issues(ctx, label, state)
 }

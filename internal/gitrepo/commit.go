@@ -75,6 +75,9 @@ func OpenCommitter(root, baseBranch string) (*Committer, error) {
 	return &Committer{repo: repo, prefix: prefix, base: base, baseTree: tree, BaseBranch: baseBranch}, nil
 }
 
+// BaseCommit is the hash of the commit the updates are made on.
+func (r *Committer) BaseCommit() string { return r.base.Hash.String() }
+
 // Read returns a file of the checked-out commit, by path relative to the
 // ferry repository (fs.ErrNotExist when it has none).
 func (r *Committer) Read(file string) ([]byte, error) {

@@ -176,6 +176,10 @@ func constraint(version string) (*semver.Constraints, error) {
 	return c, nil
 }
 
+// IsVersionRange reports whether version is a range (Helm's test),
+// rather than one version: a HelmRelease pinned to one floats.
+func IsVersionRange(version string) bool { return isRange(version) }
+
 // isRange is Helm's test (repo.isVersionRange): does version hold a range
 // operator or a wildcard, rather than name one version?
 func isRange(version string) bool {

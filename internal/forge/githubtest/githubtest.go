@@ -1,7 +1,8 @@
 // Package githubtest is an in-process stand-in for GitHub's REST API, for
 // tests: it serves the JSON GitHub documents for the endpoints ferry uses
-// (the authenticated user, issue comments, pull requests, issues, commit
-// statuses, branches and tags), with token authentication, Link-header pagination and GitHub's body limit.
+// (the authenticated user, issue comments, pull requests, issues, issue
+// and pull request labels, commit statuses, branches and tags), with token
+// authentication, Link-header pagination and GitHub's body limit.
 // github.com cannot be reached from the test machines; Gitea is tested for
 // real instead (package giteatest).
 package githubtest
@@ -295,6 +296,18 @@ func (s *Server) Comments(owner, name string, n int) []Comment {
 	return out
 }
 
+// Labels returns the labels issue or pull request n carries, in the order
+// they were put on.
+func (s *Server) Labels(owner, name string, n int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repo(owner, name)
+	if r == nil || n < 1 || n > len(r.issues) {
+		return nil
+	}
+	return slices.Clone(r.issues[n-1].Labels)
+}
+
 // Statuses returns every status set on commit sha, oldest first.
 func (s *Server) Statuses(owner, name, sha string) []Status {
 	s.mu.Lock()
@@ -425,6 +438,19 @@ func (s *Server) newComment(r *repo, n int, author, body string) *Comment {
 	r.comments = append(r.comments, c)
 	r.issues[n-1].Updated = now
 	return c
+}
+
+// labelName returns the name of the repository's label called name in
+// any case, creating the label when there is none (as GitHub does when a
+// label is put on an issue).
+func (s *Server) labelName(r *repo, name string) string {
+	for l := range r.labels {
+		if strings.EqualFold(l, name) {
+			return l
+		}
+	}
+	s.label(r, name)
+	return name
 }
 
 func (s *Server) label(r *repo, name string) int64 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -278,5 +279,81 @@ func TestCommitStatusValidation(t *testing.T) {
 	}
 	if n := len(s.Statuses("acme", "fleet", sha)); n != 1 {
 		t.Errorf("%d statuses kept, want only the valid one", n)
+	}
+}
+
+func TestIssueLabels(t *testing.T) {
+	s := githubtest.New(t)
+	s.SetPerPage(2)
+	tok := s.AddUser("ferry-bot")
+	pr := s.AddPullRequest("acme", "fleet", "ferry-bot", "feature", "main", "t", "")
+	labels := s.URL + "repos/acme/fleet/issues/1/labels"
+	names := func(b []byte) []any {
+		t.Helper()
+		var out []any
+		for _, l := range decode(t, b).([]any) {
+			out = append(out, at(l, "name"))
+		}
+		return out
+	}
+
+	// Added as a bare array (what go-github sends), as {"labels": [...]}
+	// with names or objects, and as one name; missing labels are created.
+	// The answer is every label the issue carries.
+	var b []byte
+	for _, body := range []string{`["ferry: render fails"]`, `{"labels":["area/charts"]}`, `{"labels":[{"name":"size/s"}]}`, `"FERRY: Render Fails"`} {
+		var resp *http.Response
+		resp, b = do(t, "POST", labels, tok, body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("POST %s: %d %s", body, resp.StatusCode, b)
+		}
+	}
+	want := []any{"ferry: render fails", "area/charts", "size/s"}
+	if diff := cmp.Diff(want, names(b)); diff != "" {
+		t.Errorf("labels after adding (-want +got):\n%s", diff)
+	}
+	if l := at(decode(t, b), 0); at(l, "id") == nil || at(l, "url") != s.URL+"repos/acme/fleet/labels/ferry:%20render%20fails" || at(l, "color") == nil {
+		t.Errorf("a label lacks GitHub's fields: %s", b)
+	}
+
+	// Listed in pages; shown on the pull request and on its issue.
+	resp, b := do(t, "GET", labels, tok, "")
+	if n := len(decode(t, b).([]any)); n != 2 || !strings.Contains(resp.Header.Get("Link"), `rel="next"`) {
+		t.Errorf("first page: %d labels, Link %q; want 2 and a next page", n, resp.Header.Get("Link"))
+	}
+	_, b = do(t, "GET", s.URL+"repos/acme/fleet/pulls/1", tok, "")
+	if got := at(decode(t, b), "labels", 0, "name"); got != "ferry: render fails" {
+		t.Errorf("the pull request's first label: %v in %s", got, b)
+	}
+	_, b = do(t, "GET", s.URL+"repos/acme/fleet/issues/1", tok, "")
+	if got := at(decode(t, b), "labels", 2, "name"); got != "size/s" {
+		t.Errorf("the issue's third label: %v in %s", got, b)
+	}
+
+	// Removed by escaped name, in any case, also under /api/v3; 404 once gone.
+	for _, path := range []string{labels + "/Ferry:%20render%20fails", s.URL + "api/v3/repos/acme/fleet/issues/1/labels/area%2Fcharts"} {
+		resp, b := do(t, "DELETE", path, tok, "")
+		if resp.StatusCode != 200 {
+			t.Errorf("DELETE %s: %d %s", path, resp.StatusCode, b)
+		}
+	}
+	resp, b = do(t, "DELETE", labels+"/ferry:%20render%20fails", tok, "")
+	if resp.StatusCode != 404 || at(decode(t, b), "message") != "Label does not exist" {
+		t.Errorf("removing a label the issue lacks: %d %s", resp.StatusCode, b)
+	}
+	if diff := cmp.Diff([]string{"size/s"}, s.Labels("acme", "fleet", pr)); diff != "" {
+		t.Errorf("labels the server keeps (-want +got):\n%s", diff)
+	}
+	if got := s.PullRequests("acme", "fleet")[0].Labels; !slices.Equal(got, []string{"size/s"}) {
+		t.Errorf("PullRequests shows labels %v", got)
+	}
+
+	resp, _ = do(t, "GET", s.URL+"repos/acme/fleet/issues/9/labels", tok, "")
+	if resp.StatusCode != 404 {
+		t.Errorf("labels of a missing issue: %d", resp.StatusCode)
+	}
+	resp, b = do(t, "POST", labels, tok, `{"labels":[{}]}`)
+	if resp.StatusCode != 422 {
+		t.Errorf("a label without a name: %d %s", resp.StatusCode, b)
 	}
 }

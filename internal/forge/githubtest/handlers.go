@@ -267,6 +267,9 @@ func (s *Server) handler() http.Handler {
 	route("POST /repos/{owner}/{repo}/issues", s.createIssue)
 	route("GET /repos/{owner}/{repo}/issues/{number}", s.getIssue)
 	route("PATCH /repos/{owner}/{repo}/issues/{number}", s.editIssue)
+	route("GET /repos/{owner}/{repo}/issues/{number}/labels", s.listIssueLabels)
+	route("POST /repos/{owner}/{repo}/issues/{number}/labels", s.addIssueLabels)
+	route("DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name}", s.removeIssueLabel)
 	route("GET /repos/{owner}/{repo}/commits/{ref}/statuses", s.listStatuses)
 	route("GET /repos/{owner}/{repo}/branches", s.listBranches)
 	route("GET /repos/{owner}/{repo}/tags", s.listTags)
@@ -279,7 +282,12 @@ func (s *Server) handler() http.Handler {
 		c := &call{w: rec, r: r, body: body, base: s.srv.URL + "/"}
 		if p, ok := strings.CutPrefix(r.URL.Path, "/api/v3/"); ok {
 			r.URL.Path = "/" + p
+			// Keep what the client escaped (a "/" in a label name).
+			raw, ok := strings.CutPrefix(r.URL.RawPath, "/api/v3/")
 			r.URL.RawPath = ""
+			if ok {
+				r.URL.RawPath = "/" + raw
+			}
 			c.base = s.srv.URL + "/api/v3/"
 		}
 		s.mu.Lock()
@@ -740,6 +748,81 @@ func (s *Server) editIssue(c *call) {
 	}
 	s.apply(is, in.Title, in.Body, in.State)
 	c.json(http.StatusOK, s.issueJSON(c.base, r, is))
+}
+
+const (
+	docAddLabels   = docs + "/issues/labels#add-labels-to-an-issue"
+	docRemoveLabel = docs + "/issues/labels#remove-a-label-from-an-issue"
+)
+
+// listIssueLabels lists the labels of an issue or pull request.
+func (s *Server) listIssueLabels(c *call) {
+	r, is, ok := s.target(c)
+	if !ok {
+		return
+	}
+	page(s, c, s.labelsJSON(c.base, r, is.Labels), func(l labelJSON) labelJSON { return l })
+}
+
+// addIssueLabels adds labels to an issue or pull request, creating those
+// the repository lacks, and answers with all its labels. The body is an
+// array of names, {"labels": [...]} with names or {"name": ...} objects,
+// or a single name.
+func (s *Server) addIssueLabels(c *call) {
+	r, is, ok := s.target(c)
+	if !ok {
+		return
+	}
+	var raw []json.RawMessage
+	var in struct {
+		Labels []json.RawMessage `json:"labels"`
+	}
+	var one string
+	switch {
+	case json.Unmarshal(c.body, &raw) == nil:
+	case json.Unmarshal(c.body, &in) == nil && in.Labels != nil:
+		raw = in.Labels
+	case json.Unmarshal(c.body, &one) == nil:
+		raw = []json.RawMessage{c.body}
+	default:
+		c.invalid(docAddLabels, fieldError{Resource: "Label", Code: "invalid", Field: "labels"})
+		return
+	}
+	names, ok := labelNames(raw)
+	if !ok {
+		c.invalid(docAddLabels, fieldError{Resource: "Label", Code: "invalid", Field: "labels"})
+		return
+	}
+	changed := false
+	for _, n := range names {
+		n = s.labelName(r, n)
+		if !slices.Contains(is.Labels, n) {
+			is.Labels = append(is.Labels, n)
+			changed = true
+		}
+	}
+	if changed {
+		is.Updated = s.tick()
+	}
+	c.json(http.StatusOK, s.labelsJSON(c.base, r, is.Labels))
+}
+
+// removeIssueLabel takes a label (named in any case) off an issue or pull
+// request and answers with the labels left; 404 when it does not carry it.
+func (s *Server) removeIssueLabel(c *call) {
+	r, is, ok := s.target(c)
+	if !ok {
+		return
+	}
+	name := c.r.PathValue("name")
+	i := slices.IndexFunc(is.Labels, func(l string) bool { return strings.EqualFold(l, name) })
+	if i < 0 {
+		c.fail(http.StatusNotFound, "Label does not exist", docRemoveLabel)
+		return
+	}
+	is.Labels = slices.Delete(is.Labels, i, i+1)
+	is.Updated = s.tick()
+	c.json(http.StatusOK, s.labelsJSON(c.base, r, is.Labels))
 }
 
 const docCreateStatus = docs + "/commits/statuses#create-a-commit-status"

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ferry-ci/ferry/internal/helm/helmtest"
+	"github.com/ferry-ci/ferry/internal/images/registrytest"
+	"github.com/ferry-ci/ferry/internal/testtree"
+)
+
+// chartVersions are the versions of the bump tests' chart, as published:
+// a minor, a release candidate and a major above the pinned 1.0.0.
+var chartVersions = []string{"1.0.0", "1.1.0", "1.2.0-rc.1", "2.0.0"}
+
+// webChartAt is the chart "web" at version: a Deployment whose image tag
+// is the version, and a ConfigMap of a value a Secret gives.
+func webChartAt(version string) map[string]string {
+	return map[string]string{
+		"Chart.yaml": "apiVersion: v2\nname: web\nversion: " + version + "\nhome: https://charts.example.test/web\nsources: [https://git.example.test/web]\n" +
+			"annotations:\n  artifacthub.io/changes: |\n    - kind: changed\n      description: web " + version + " moves its image\n",
+		"values.yaml": "image: {repository: registry.example.test/web, tag: \"" + version + "\"}\ntoken: none\n",
+		"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+  labels: {helm.sh/chart: "web-{{ .Chart.Version }}"}
+spec:
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec:
+      containers:
+        - name: web
+          image: {{ .Values.image.repository }}:{{ .Values.image.tag }}
+`,
+		"templates/config.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-config
+data:
+  token: {{ .Values.token | quote }}
+`,
+	}
+}
+
+// chartBumpServers are the chart sources of the bump tests: a real
+// docker-registry (basic auth) holding charts/web, and an HTTP chart
+// repository holding web, both at chartVersions.
+type chartBumpServers struct {
+	reg  *registrytest.Registry
+	http *helmtest.Repo
+}
+
+func startChartBumpServers(t *testing.T) *chartBumpServers {
+	t.Helper()
+	s := &chartBumpServers{reg: registrytest.Start(t), http: helmtest.NewRepo(t, helmtest.RepoOptions{})}
+	for _, v := range chartVersions {
+		s.publish(t, v)
+	}
+	return s
+}
+
+// publish pushes the chart at version to both sources.
+func (s *chartBumpServers) publish(t *testing.T, version string) {
+	t.Helper()
+	dir := testtree.New(t, webChartAt(version))
+	archive, md := helmtest.Package(t, dir, version)
+	helmtest.Push(t, s.reg.Host, "charts", archive, s.reg.Username, s.reg.Password)
+	s.http.AddArchive(t, md, archive, helmtest.Digest(archive))
+}
+
+// env: the OCI sources' secretRef, as a CI job's variables; the age key
+// of the scenario is added by the scenario.
+func (s *chartBumpServers) env() map[string]string {
+	return map[string]string{
+		"FERRY_SECRET_REGISTRY_CREDS_USERNAME": s.reg.Username,
+		"FERRY_SECRET_REGISTRY_CREDS_PASSWORD": s.reg.Password,
+	}
+}
+
+// chartBumpSecret is the value the Secret web-token gives the releases'
+// values: it must reach no output of bump.
+const chartBumpSecret = "s3cr3t-chart-token-value"
+
+// chartFleet is a Flux repository whose app folder pins the chart web at
+// 1.0.0 every way ferry bump moves: a HelmRelease on an OCI
+// HelmRepository (web-oci, taking a value from a Secret) and one on an
+// HTTP HelmRepository (web-http), an OCIRepository behind a chartRef
+// (web-chart, used by web-ref), a HelmChart behind a chartRef (web-hc,
+// used by web-hcref); and a release whose version is a range (web-range).
+func (s *chartBumpServers) chartFleet() map[string]string {
+	release := func(name, chart string) string {
+		return `---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: ` + name + `
+  namespace: apps
+spec:
+  interval: 10m
+` + chart
+	}
+	app := `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: oci-charts
+  namespace: apps
+spec:
+  type: oci
+  url: oci://` + s.reg.Host + `/charts
+  secretRef: {name: registry-creds}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: http-charts
+  namespace: apps
+spec:
+  url: ` + s.http.URL + `
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata:
+  name: web-chart
+  namespace: apps
+spec:
+  url: oci://` + s.reg.Host + `/charts/web
+  ref:
+    tag: "1.0.0" # the chart of web-ref
+  secretRef: {name: registry-creds}
+  layerSelector: {mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip, operation: copy}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmChart
+metadata:
+  name: web-hc
+  namespace: apps
+spec:
+  chart: web
+  version: 1.0.0
+  sourceRef: {kind: HelmRepository, name: http-charts}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: web-token
+  namespace: apps
+stringData:
+  token: ` + chartBumpSecret + `
+` + release("web-oci", `  chart:
+    spec:
+      chart: web
+      version: 1.0.0
+      sourceRef: {kind: HelmRepository, name: oci-charts}
+  valuesFrom:
+    - {kind: Secret, name: web-token, valuesKey: token, targetPath: token}
+`) + release("web-http", `  chart:
+    spec:
+      chart: web
+      version: '1.0.0'
+      sourceRef:
+        kind: HelmRepository
+        name: http-charts
+`) + release("web-ref", `  chartRef: {kind: OCIRepository, name: web-chart}
+`) + release("web-hcref", `  chartRef: {kind: HelmChart, name: web-hc}
+`) + release("web-range", `  chart:
+    spec:
+      chart: web
+      version: ">=1.0.0 <2.0.0"
+      sourceRef: {kind: HelmRepository, name: http-charts}
+`)
+	return helmtest.FluxFleet("prod", "apps", map[string]string{
+		"kustomization.yaml": "resources: [namespace.yaml, app.yaml]\n",
+		"namespace.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata: {name: apps}\n",
+		"app.yaml":           app,
+	})
+}
+
+// chartScenario is the chart fleet, committed, with the servers'
+// variables.
+func chartScenario(t *testing.T, s *chartBumpServers) *scenario {
+	t.Helper()
+	sc := newScenario(t)
+	sc.writeAll(s.chartFleet())
+	sc.set(s.env())
+	sc.commit("fleet")
+	return sc
+}
+
+type dryRunJSON struct {
+	Updates []struct {
+		Key     string `json:"key"`
+		Kind    string `json:"kind"`
+		Changes []struct {
+			File    string   `json:"file"`
+			Line    int      `json:"line"`
+			Object  string   `json:"object"`
+			Objects []string `json:"objects"`
+			Field   string   `json:"field"`
+			Old     string   `json:"old"`
+			New     string   `json:"new"`
+		} `json:"changes"`
+		Diff *struct {
+			Targets []struct {
+				Name    string `json:"name"`
+				Objects []struct {
+					ID struct {
+						Kind string `json:"kind"`
+						Name string `json:"name"`
+					} `json:"id"`
+					Diff string `json:"diff"`
+				} `json:"objects"`
+			} `json:"targets"`
+		} `json:"diff"`
+		RenderError string `json:"renderError"`
+		Notes       []struct {
+			Chart, Version, Home string
+			Changes              []string
+		} `json:"notes"`
+	} `json:"updates"`
+	Errors   []string `json:"errors"`
+	Floating []string `json:"floating"`
+}
+
+// moves lists a dry run's changes as "object field old->new file:line".
+func (d dryRunJSON) moves() []string {
+	var out []string
+	for _, u := range d.Updates {
+		for _, c := range u.Changes {
+			out = append(out, fmt.Sprintf("%s %s %s->%s %s:%d", strings.Join(c.Objects, "+"), c.Field, c.Old, c.New, c.File, c.Line))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// noSecret fails the test when text holds the Secret's value or the
+// registry's password, in clear or in base64.
+func noSecret(t *testing.T, what, text string, secrets ...string) {
+	t.Helper()
+	for _, s := range append(secrets, chartBumpSecret) {
+		for _, enc := range []string{s, base64.StdEncoding.EncodeToString([]byte(s)), base64.RawStdEncoding.EncodeToString([]byte(s))} {
+			if strings.Contains(text, enc) {
+				t.Errorf("%s holds a secret value (%q)", what, enc)
+			}
+		}
+	}
+}
+
+// TestBumpCharts moves the chart versions of the fleet against a real
+// docker-registry and an HTTP chart repository: each pinned 1.0.0 to
+// 1.1.0 (not the release candidate, not 2.0.0), only those lines; a
+// range left alone but said to float; a ferry.yaml rule allowing any
+// newer version moving the OCI ones to 2.0.0.
+func TestBumpCharts(t *testing.T) {
+	srv := startChartBumpServers(t)
+	insecure := []string{"--insecure-registry", srv.reg.Host}
+
+	t.Run("dry run", func(t *testing.T) {
+		sc := chartScenario(t, srv)
+		before := readTree(t, sc.dir)
+		res := sc.ferry(append([]string{"bump", "--dry-run", "--format", "json", "--repo", sc.dir}, insecure...)...)
+		if res.code != exitOK {
+			t.Fatalf("exit %d\nstderr:\n%s", res.code, res.stderr)
+		}
+		var got dryRunJSON
+		if err := json.Unmarshal([]byte(res.stdout), &got); err != nil {
+			t.Fatalf("%v\n%s", err, res.stdout)
+		}
+		want := []string{
+			"HelmChart/apps/web-hc spec.version 1.0.0->1.1.0 apps/app.yaml:38",
+			"HelmRelease/apps/web-http spec.chart.spec.version 1.0.0->1.1.0 apps/app.yaml:74",
+			"HelmRelease/apps/web-oci spec.chart.spec.version 1.0.0->1.1.0 apps/app.yaml:59",
+			"OCIRepository/apps/web-chart spec.ref.tag 1.0.0->1.1.0 apps/app.yaml:27",
+		}
+		if diff := cmp.Diff(want, got.moves()); diff != "" {
+			t.Errorf("moves (-want +got):\n%s", diff)
+		}
+		if len(got.Floating) != 1 || !strings.Contains(got.Floating[0], "HelmRelease/apps/web-range") || !strings.Contains(got.Floating[0], "1.1.0") {
+			t.Errorf("floating: %q", got.Floating)
+		}
+		if len(got.Errors) != 0 {
+			t.Errorf("errors: %q", got.Errors)
+		}
+		// One update per chart source; each renders the new image of
+		// the Deployments of its releases, and of those alone.
+		wantDeployments := map[string][]string{
+			"chart oci://" + srv.reg.Host + "/charts web":     {"web-oci"},
+			"chart oci://" + srv.reg.Host + "/charts/web web": {"web-ref"},
+			"chart " + srv.http.URL + " web":                  {"web-hcref", "web-http"},
+		}
+		if len(got.Updates) != len(wantDeployments) {
+			t.Errorf("%d updates, want %d", len(got.Updates), len(wantDeployments))
+		}
+		for _, u := range got.Updates {
+			if u.Diff == nil || u.RenderError != "" {
+				t.Errorf("%s: not rendered: %q", u.Key, u.RenderError)
+				continue
+			}
+			var deployments []string
+			for _, tg := range u.Diff.Targets {
+				for _, o := range tg.Objects {
+					if o.ID.Kind == "Deployment" && strings.Contains(o.Diff, "\n+      - image: registry.example.test/web:1.1.0\n") {
+						deployments = append(deployments, o.ID.Name)
+					}
+				}
+			}
+			if diff := cmp.Diff(wantDeployments[u.Key], deployments); diff != "" {
+				t.Errorf("%s: Deployments moving to the 1.1.0 image (-want +got):\n%s", u.Key, diff)
+			}
+			if len(u.Notes) != 1 || u.Notes[0].Home != "https://charts.example.test/web" || len(u.Notes[0].Changes) != 1 || !strings.Contains(u.Notes[0].Changes[0], "web 1.1.0 moves its image") {
+				t.Errorf("%s: notes %+v", u.Key, u.Notes)
+			}
+		}
+		if diff := cmp.Diff(before, readTree(t, sc.dir)); diff != "" {
+			t.Errorf("--dry-run changed files:\n%s", diff)
+		}
+		noSecret(t, "stdout", res.stdout, srv.reg.Password)
+		noSecret(t, "stderr", res.stderr, srv.reg.Password)
+
+		// The text and markdown forms say the same.
+		for _, f := range []string{"text", "markdown"} {
+			out := sc.ferry(append([]string{"bump", "--dry-run", "--format", f, "--repo", sc.dir}, insecure...)...)
+			if out.code != exitOK || !strings.Contains(out.stdout, "registry.example.test/web:1.1.0") || !strings.Contains(out.stdout, "1.0.0") {
+				t.Errorf("--format %s: exit %d\n%s\n%s", f, out.code, out.stdout, out.stderr)
+			}
+			noSecret(t, f, out.stdout+out.stderr, srv.reg.Password)
+		}
+	})
+
+	t.Run("plain run rewrites only the version lines", func(t *testing.T) {
+		sc := chartScenario(t, srv)
+		before := readTree(t, sc.dir)
+		res := sc.ferry(append([]string{"bump", "--repo", sc.dir}, insecure...)...)
+		if res.code != exitOK {
+			t.Fatalf("exit %d\nstderr:\n%s", res.code, res.stderr)
+		}
+		app := before["apps/app.yaml"]
+		for _, e := range [][2]string{
+			{`tag: "1.0.0" # the chart of web-ref`, `tag: "1.1.0" # the chart of web-ref`},
+			{"  chart: web\n  version: 1.0.0\n", "  chart: web\n  version: 1.1.0\n"},
+			{"      version: 1.0.0\n      sourceRef: {kind: HelmRepository, name: oci-charts}", "      version: 1.1.0\n      sourceRef: {kind: HelmRepository, name: oci-charts}"},
+			{"      version: '1.0.0'\n", "      version: '1.1.0'\n"},
+		} {
+			if !strings.Contains(app, e[0]) {
+				t.Fatalf("fixture has no %q", e[0])
+			}
+			app = strings.Replace(app, e[0], e[1], 1)
+		}
+		before["apps/app.yaml"] = app
+		if diff := cmp.Diff(before, readTree(t, sc.dir)); diff != "" {
+			t.Errorf("repository (-want +got):\n%s", diff)
+		}
+		again := sc.ferry(append([]string{"bump", "--dry-run", "--repo", sc.dir}, insecure...)...)
+		if again.code != exitOK || strings.Contains(again.stdout, "+++") {
+			t.Errorf("second run: exit %d\n%s\n%s", again.code, again.stdout, again.stderr)
+		}
+	})
+
+	t.Run("a rule allowing any newer version", func(t *testing.T) {
+		sc := chartScenario(t, srv)
+		sc.write("ferry.yaml", "charts:\n  - url: oci://"+srv.reg.Host+"/*\n    range: \">=1.0.0\"\n")
+		sc.commit("rule")
+		res := sc.ferry(append([]string{"bump", "--dry-run", "--format", "json", "--diff=false", "--repo", sc.dir}, insecure...)...)
+		if res.code != exitOK {
+			t.Fatalf("exit %d\nstderr:\n%s", res.code, res.stderr)
+		}
+		var got dryRunJSON
+		if err := json.Unmarshal([]byte(res.stdout), &got); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			"HelmChart/apps/web-hc spec.version 1.0.0->1.1.0 apps/app.yaml:38",
+			"HelmRelease/apps/web-http spec.chart.spec.version 1.0.0->1.1.0 apps/app.yaml:74",
+			"HelmRelease/apps/web-oci spec.chart.spec.version 1.0.0->2.0.0 apps/app.yaml:59",
+			"OCIRepository/apps/web-chart spec.ref.tag 1.0.0->2.0.0 apps/app.yaml:27",
+		}
+		if diff := cmp.Diff(want, got.moves()); diff != "" {
+			t.Errorf("moves (-want +got):\n%s", diff)
+		}
+	})
+}
+
