@@ -387,4 +387,3 @@ func TestBumpCharts(t *testing.T) {
 		}
 	})
 }
-
