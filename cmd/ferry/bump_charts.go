@@ -137,17 +137,18 @@ func writeBump(ctx context.Context, e *env, o *bumpOptions, scan *bump.Scan, b *
 		if cs != nil {
 			scan.Report(e.stderr, cs, "would change")
 		}
-		var imgs []images.Update
-		if scan.Result != nil {
-			if imgs, err = images.Updates(scan.Markers, scan.Result, read, false); err != nil {
-				return err
-			}
+		updates, err := dryRunUpdates(scan, moves, read, false)
+		if err != nil {
+			return err
 		}
-		updates, err := bump.NewUpdates(imgs, moves, read, false)
+		all, err := dryRunUpdates(scan, moves, read, true)
 		if err != nil {
 			return err
 		}
 		dry := &bump.DryRun{Charts: scan.Charts, Mask: e.Masker.Mask}
+		for _, u := range all {
+			dry.Patch = append(dry.Patch, u.Files...)
+		}
 		if b.noDiff != "" && len(updates) > 0 {
 			fmt.Fprintf(e.stderr, "ferry: the updates are not rendered: %s\n", b.noDiff)
 		}
@@ -179,6 +180,19 @@ func writeBump(ctx context.Context, e *env, o *bumpOptions, scan *bump.Scan, b *
 	}
 	printChartLines(e, scan.Charts, "changed")
 	return nil
+}
+
+// dryRunUpdates are the updates of the scan, from the work tree's
+// files: one per policy and chart, or grouped.
+func dryRunUpdates(scan *bump.Scan, moves []bump.ChartMove, read func(string) ([]byte, error), grouped bool) ([]bump.Update, error) {
+	var imgs []images.Update
+	if scan.Result != nil {
+		var err error
+		if imgs, err = images.Updates(scan.Markers, scan.Result, read, grouped); err != nil {
+			return nil, err
+		}
+	}
+	return bump.NewUpdates(imgs, moves, read, grouped)
 }
 
 func printChartLines(e *env, s *bump.ChartScan, verb string) {

@@ -8,8 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"code.gitea.io/sdk/gitea"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ferry-ci/ferry/internal/forge/giteatest"
+	"github.com/ferry-ci/ferry/internal/forge/githubtest"
+	"github.com/ferry-ci/ferry/internal/gittest"
 	"github.com/ferry-ci/ferry/internal/helm/helmtest"
 	"github.com/ferry-ci/ferry/internal/images/registrytest"
 	"github.com/ferry-ci/ferry/internal/testtree"
@@ -80,8 +84,8 @@ func (s *chartBumpServers) publish(t *testing.T, version string) {
 // of the scenario is added by the scenario.
 func (s *chartBumpServers) env() map[string]string {
 	return map[string]string{
-		"FERRY_SECRET_REGISTRY_CREDS_USERNAME": s.reg.Username,
-		"FERRY_SECRET_REGISTRY_CREDS_PASSWORD": s.reg.Password,
+		"FERRY_SECRET_REGISTRY__CREDS_USERNAME": s.reg.Username,
+		"FERRY_SECRET_REGISTRY__CREDS_PASSWORD": s.reg.Password,
 	}
 }
 
@@ -386,4 +390,160 @@ func TestBumpCharts(t *testing.T) {
 			t.Errorf("moves (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// chartBumpPR is a bump pull request as a forge shows it.
+type chartBumpPR struct {
+	number      int
+	title, body string
+	labels      []string
+	comments    []string
+}
+
+// chartForge runs bump --pr of a chart scenario against one forge.
+type chartForge struct {
+	name  string
+	env   func(sc *scenario) map[string]string // the forge's variables; pushes main
+	pulls func(t *testing.T) map[string]chartBumpPR // open pull requests by head branch
+}
+
+func githubChartForge(t *testing.T) chartForge {
+	gh := githubtest.New(t)
+	token := gh.AddUser("ferry-bot")
+	gh.AddRepo("org", "gitops")
+	return chartForge{
+		name: "github",
+		env: func(sc *scenario) map[string]string {
+			local := sc.repo()
+			local.BareRemote(t, "origin")
+			local.PushHead(t, "origin", "main", gittest.Auth{})
+			return map[string]string{"GITHUB_API_URL": gh.URL, "GITHUB_REPOSITORY": "org/gitops", "GITHUB_TOKEN": token}
+		},
+		pulls: func(t *testing.T) map[string]chartBumpPR {
+			out := map[string]chartBumpPR{}
+			for _, p := range gh.PullRequests("org", "gitops") {
+				pr := chartBumpPR{number: p.Number, title: p.Title, body: p.Body, labels: gh.Labels("org", "gitops", p.Number)}
+				for _, c := range gh.Comments("org", "gitops", p.Number) {
+					pr.comments = append(pr.comments, c.Body)
+				}
+				out[p.PullRequest.Head] = pr
+			}
+			return out
+		},
+	}
+}
+
+func giteaChartForge(t *testing.T) chartForge {
+	g := giteatest.Require(t)
+	bot := giteatest.Unique("ferry-bot")
+	token := g.CreateUser(t, bot)
+	name := giteatest.Unique("gitops")
+	g.CreateRepo(t, bot, name)
+	return chartForge{
+		name: "gitea",
+		env: func(sc *scenario) map[string]string {
+			local := sc.repo()
+			local.AddRemote(t, "origin", g.CloneURL(bot, name))
+			local.PushHead(t, "origin", "main", gittest.Auth{User: bot, Password: token})
+			return map[string]string{
+				"GITEA_ACTIONS": "true", "GITHUB_SERVER_URL": strings.TrimSuffix(g.URL, "/"), "GITHUB_API_URL": g.URL + "api/v1",
+				"GITHUB_REPOSITORY": bot + "/" + name, "GITHUB_TOKEN": token,
+			}
+		},
+		pulls: func(t *testing.T) map[string]chartBumpPR {
+			c := g.Client(t, token)
+			out := map[string]chartBumpPR{}
+			for _, p := range g.OpenPullRequests(t, token, bot, name) {
+				pr := chartBumpPR{number: int(p.Number), title: p.Title, body: p.Body}
+				labels, _, err := c.GetIssueLabels(bot, name, p.Number, gitea.ListLabelsOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, l := range labels {
+					pr.labels = append(pr.labels, l.Name)
+				}
+				for _, cm := range g.Comments(t, token, bot, name, p.Number) {
+					pr.comments = append(pr.comments, cm.Body)
+				}
+				out[p.Head] = pr
+			}
+			return out
+		},
+	}
+}
+
+// TestBumpChartPullRequests opens the chart bumps of the fleet as pull
+// requests on Gitea and on the GitHub test server: one per chart source,
+// each body holding the rendered change of its Deployments and no secret
+// value; a re-run after 1.1.1 is published updates the same pull
+// requests; a version that does not render opens its pull request with
+// the failure first and the "ferry: render fails" label, which a run
+// that renders takes off again.
+func TestBumpChartPullRequests(t *testing.T) {
+	for _, mk := range []func(*testing.T) chartForge{githubChartForge, giteaChartForge} {
+		f := mk(t)
+		t.Run(f.name, func(t *testing.T) {
+			srv := startChartBumpServers(t) // its own: the test publishes
+			sc := chartScenario(t, srv)
+			vars := sc.vars()
+			for k, v := range f.env(sc) {
+				vars[k] = v
+			}
+			bump := func() {
+				t.Helper()
+				res := ferry(t, vars, "bump", "--pr", "--repo", sc.dir, "--insecure-registry", srv.reg.Host)
+				if res.code != exitOK {
+					t.Fatalf("bump --pr: exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
+				}
+				noSecret(t, "bump --pr output", res.stdout+res.stderr, srv.reg.Password)
+			}
+			branch := func(source string) string {
+				return "ferry/bump/chart/" + strings.NewReplacer("http://", "", "oci://", "", ":", "-", "/", "-").Replace(source) + "/web"
+			}
+			ociRepo, ociChart, httpRepo := "oci://"+srv.reg.Host+"/charts", "oci://"+srv.reg.Host+"/charts/web", srv.http.URL
+			check := func(pulls map[string]chartBumpPR, version string, deployments map[string][]string) {
+				t.Helper()
+				if len(pulls) != 3 {
+					t.Fatalf("%d pull requests, want 3: %v", len(pulls), pulls)
+				}
+				for source, deps := range deployments {
+					p, ok := pulls[branch(source)]
+					if !ok {
+						t.Errorf("no pull request from %s among %v", branch(source), pulls)
+						continue
+					}
+					if want := "Bump web chart from " + source + " to " + version; p.title != want {
+						t.Errorf("%s: title %q, want %q", source, p.title, want)
+					}
+					for _, d := range deps {
+						if !strings.Contains(p.body, "Deployment.apps/apps/"+d) || !strings.Contains(p.body, "+      - image: registry.example.test/web:"+version) {
+							t.Errorf("%s: body lacks Deployment %s's change to %s:\n%s", source, d, version, p.body)
+						}
+					}
+					if !strings.Contains(p.body, "web "+version+" moves its image") {
+						t.Errorf("%s: body lacks the chart's changes:\n%s", source, p.body)
+					}
+					if len(p.labels) != 0 {
+						t.Errorf("%s: labels %q", source, p.labels)
+					}
+					noSecret(t, source+" pull request", p.title+p.body+strings.Join(p.comments, ""), srv.reg.Password)
+				}
+			}
+			deployments := map[string][]string{ociRepo: {"web-oci"}, ociChart: {"web-ref"}, httpRepo: {"web-hcref", "web-http"}}
+			bump()
+			first := f.pulls(t)
+			check(first, "1.1.0", deployments)
+
+			// 1.1.1 is published: the same pull requests, moved on.
+			srv.publish(t, "1.1.1")
+			bump()
+			second := f.pulls(t)
+			check(second, "1.1.1", deployments)
+			for head, p := range second {
+				if first[head].number != p.number {
+					t.Errorf("%s: pull request #%d, was #%d", head, p.number, first[head].number)
+				}
+			}
+		})
+	}
 }

@@ -138,7 +138,7 @@ func TestBumpPRGitHub(t *testing.T) {
 	// The body's table names file, image, old -> new and digest.
 	for _, p := range pulls {
 		if p.PullRequest.Head == "ferry/bump/flux-system/app" {
-			row := "| `apps/app/deployment.yaml:17` | `" + reg.Host + "/team/app` | `" + reg.Host + "/team/app:1.24.0` → `" + reg.Host + "/team/app:1.25.0` | `" + reg.digests["team/app:1.25.0"] + "` |"
+			row := "| `apps/app/deployment.yaml:17` | `" + reg.Host + "/team/app` | `" + reg.Host + "/team/app:1.24.0` → `" + reg.Host + "/team/app:1.25.0` | digest `" + reg.digests["team/app:1.25.0"] + "` |"
 			if !strings.Contains(p.Body, row) {
 				t.Errorf("body of %s lacks the row\n%s\nbody:\n%s", p.PullRequest.Head, row, p.Body)
 			}

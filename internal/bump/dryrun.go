@@ -8,6 +8,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/diff"
 	"github.com/ferry-ci/ferry/internal/helm"
+	"github.com/ferry-ci/ferry/internal/images"
 	"github.com/ferry-ci/ferry/internal/output"
 )
 
@@ -33,6 +34,9 @@ type Planned struct {
 // DryRun is what bump --dry-run prints: every update, the chart
 // versions that cannot move, the ranges that float.
 type DryRun struct {
+	// Patch is every file the run would rewrite, by path (all updates
+	// together); Updates are the pull requests it would open.
+	Patch    []images.FileChange
 	Updates  []Planned
 	Charts   *ChartScan
 	Warnings []string
@@ -106,10 +110,8 @@ func (d *DryRun) Write(w io.Writer, f output.Format) error {
 		return err
 	}
 	var b strings.Builder
-	for _, p := range d.Updates {
-		for _, f := range p.Update.Files {
-			b.WriteString(f.UnifiedDiff())
-		}
+	for _, f := range d.Patch {
+		b.WriteString(f.UnifiedDiff())
 	}
 	for _, p := range d.Updates {
 		r := p.Rendered

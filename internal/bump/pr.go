@@ -29,8 +29,10 @@ const (
 // Fields are what the branch and title templates can use. For a grouped
 // pull request, Policy, Namespace, Name, Image and Tag are those of the
 // first policy (or chart). For a chart, Policy is "chart NAME",
-// Namespace "chart", Name and Image the chart's name, Tag its new
-// version, Source its repository; Kind is "image" or "chart".
+// Namespace "chart/" and its source's host and path (in one part of a
+// branch name: see branchPart), Name the chart's name, Image "NAME chart from
+// SOURCE", Tag its new version, Source its repository; Kind is "image"
+// or "chart".
 type Fields struct {
 	Policy, Namespace, Name, Image, Tag string
 	Count                               int

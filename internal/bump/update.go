@@ -212,9 +212,25 @@ func (u *Update) addCharts(moves []ChartMove, read func(string) ([]byte, error))
 		return nil
 	}
 	m := u.charts[0]
-	name := m.Chart
-	u.Fields = Fields{Policy: "chart " + m.Chart, Namespace: "chart", Name: name, Image: m.Chart, Tag: m.New, Count: len(u.charts), Kind: "chart", Chart: m.Chart, Source: m.Source}
+	u.Fields = Fields{Policy: "chart " + m.Chart, Namespace: "chart/" + branchPart(m.Source), Name: m.Chart,
+		Image: m.Chart + " chart from " + m.Source, Tag: m.New, Count: len(u.charts), Kind: "chart", Chart: m.Chart, Source: m.Source}
 	return nil
+}
+
+// branchPart is a source URL as one part of a branch name: its host and
+// path, every character but letters, digits, '.', '_' and '-' a '-' (so
+// that no chart's branch is a folder of another's).
+func branchPart(source string) string {
+	if _, rest, ok := strings.Cut(source, "://"); ok {
+		source = rest
+	}
+	b := []byte(strings.Trim(source, "/"))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	return strings.ReplaceAll(string(b), "..", "-")
 }
 
 // apiVersions are the API versions the events of a change name their

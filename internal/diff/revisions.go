@@ -80,7 +80,8 @@ type Options struct {
 	// HeadFiles, when set, makes the head the base revision with these
 	// files (by path relative to Repo, slash-separated) holding this
 	// content instead: the change ferry bump proposes, before it is
-	// committed. Head is not read.
+	// committed. Head is not read, and the report names the head
+	// "proposed".
 	HeadFiles map[string][]byte
 }
 
@@ -200,6 +201,9 @@ func open(ctx context.Context, opts Options) (*revisions, string, string, error)
 		return nil, "", "", err
 	}
 	rv := &revisions{base: bh, head: hh}
+	if opts.HeadFiles != nil {
+		rv.head = "proposed"
+	}
 	for _, p := range all {
 		switch {
 		case prefix == "":
