@@ -6,7 +6,7 @@ TESTBIN := $(CURDIR)/.cache/testbin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: build image release-local cosign example test tools controlplane gitea vet bench bench-render bench-discover bench-hostile bench-apply bench-fleet bench-diff bench-drift bench-scan bench-helm bench-prdiff bench-verify bench-start registry crane clean
+.PHONY: build image release-local cosign example test tools controlplane gitea vet bench bench-render bench-discover bench-hostile bench-apply bench-fleet bench-diff bench-drift bench-scan bench-helm bench-prdiff bench-verify bench-bump bench-start registry crane clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ferry ./cmd/ferry
@@ -66,7 +66,7 @@ vet:
 test: tools controlplane gitea registry cosign vet
 	FERRY_TESTBIN=$(TESTBIN) $(GO) test -count=1 -timeout 60m ./...
 
-bench: bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan bench-helm bench-prdiff bench-verify
+bench: bench-render bench-discover bench-hostile bench-apply bench-diff bench-drift bench-scan bench-helm bench-prdiff bench-verify bench-bump
 
 bench-render: build tools
 	bench/render.sh
@@ -139,6 +139,14 @@ bench-helm: build tools registry
 # report the same changed objects.
 bench-prdiff: build tools registry
 	bench/prdiff.sh
+
+# Chart bump benchmark: ferry bump --dry-run of 50 HelmReleases over 10
+# charts of 100 versions each on a local docker-registry against crane ls
+# per chart, then helm template of the pinned and the new version and
+# diff -u per release (bench/bump.sh): wall and CPU times warm and cold,
+# the ratio, ferry's peak RSS.
+bench-bump: build tools registry crane
+	bench/bump.sh
 
 # Start benchmark (bench/start.sh; as root, 10-20 minutes, so not in
 # make bench): in the act runner, the time from a job's start to ferry's

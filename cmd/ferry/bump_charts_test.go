@@ -403,7 +403,7 @@ type chartBumpPR struct {
 // chartForge runs bump --pr of a chart scenario against one forge.
 type chartForge struct {
 	name  string
-	env   func(sc *scenario) map[string]string // the forge's variables; pushes main
+	env   func(sc *scenario) map[string]string      // the forge's variables; pushes main
 	pulls func(t *testing.T) map[string]chartBumpPR // open pull requests by head branch
 }
 
