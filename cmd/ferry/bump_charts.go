@@ -48,7 +48,7 @@ func scanCharts(ctx context.Context, e *env, o *bumpOptions, scan *bump.Scan) (*
 		rules = file.Charts
 	}
 	root, _ := filepath.Abs(o.repo)
-	if b.charts, err = bump.ScanCharts(ctx, b.repo, root, bump.ChartOptions{Rules: rules, Sources: b.sources}); err != nil {
+	if b.charts, err = bump.ScanCharts(ctx, b.repo, root, bump.ChartOptions{Rules: rules, NewSources: func() *helm.Sources { return helm.NewSources(helm.SourcesOptions{}) }}); err != nil {
 		b.close()
 		return nil, err
 	}

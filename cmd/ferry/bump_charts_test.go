@@ -4,12 +4,16 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"code.gitea.io/sdk/gitea"
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-ci/ferry/internal/forge/giteatest"
 	"github.com/ferry-ci/ferry/internal/forge/githubtest"
@@ -71,10 +75,15 @@ func startChartBumpServers(t *testing.T) *chartBumpServers {
 	return s
 }
 
-// publish pushes the chart at version to both sources.
-func (s *chartBumpServers) publish(t *testing.T, version string) {
+// publish pushes the chart at version to both sources; a broken one
+// fails to render.
+func (s *chartBumpServers) publish(t *testing.T, version string, broken ...bool) {
 	t.Helper()
-	dir := testtree.New(t, webChartAt(version))
+	files := webChartAt(version)
+	if len(broken) > 0 && broken[0] {
+		files["templates/broken.yaml"] = "{{ fail \"web " + version + " cannot render\" }}\n"
+	}
+	dir := testtree.New(t, files)
 	archive, md := helmtest.Package(t, dir, version)
 	helmtest.Push(t, s.reg.Host, "charts", archive, s.reg.Username, s.reg.Password)
 	s.http.AddArchive(t, md, archive, helmtest.Digest(archive))
@@ -544,6 +553,137 @@ func TestBumpChartPullRequests(t *testing.T) {
 					t.Errorf("%s: pull request #%d, was #%d", head, p.number, first[head].number)
 				}
 			}
+
+			// 1.2.0 does not render: its pull requests say so first, and
+			// carry the label; 1.2.1 renders, and the label goes.
+			srv.publish(t, "1.2.0", true)
+			bump()
+			for head, p := range f.pulls(t) {
+				if !strings.HasPrefix(p.body, "> [!CAUTION]\n> **This change does not render**") || !strings.Contains(p.body, "web 1.2.0 cannot render") {
+					t.Errorf("%s: body does not start with the failure:\n%s", head, p.body)
+				}
+				if diff := cmp.Diff([]string{"ferry: render fails"}, p.labels); diff != "" {
+					t.Errorf("%s: labels (-want +got):\n%s", head, diff)
+				}
+				if !strings.Contains(p.title, " to 1.2.0") {
+					t.Errorf("%s: title %q", head, p.title)
+				}
+			}
+			srv.publish(t, "1.2.1")
+			bump()
+			check(f.pulls(t), "1.2.1", deployments)
 		})
+	}
+}
+
+// TestBumpChartBadInputs: each chart version that cannot move is named
+// with its object and line (exit 2), and the others still move: an
+// index listing a version that is no version (a warning), a chart the
+// registry does not have, a registry refusing the credentials, a range
+// matching no version, a marker whose range does not parse.
+func TestBumpChartBadInputs(t *testing.T) {
+	srv := startChartBumpServers(t)
+	// The index also lists a version that is no semantic version.
+	indexFile := filepath.Join(srv.http.Dir, "index.yaml")
+	index, err := os.ReadFile(indexFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx map[string]any
+	if err := yaml.Unmarshal(index, &idx); err != nil {
+		t.Fatal(err)
+	}
+	entries := idx["entries"].(map[string]any)["web"].([]any)
+	bad := maps.Clone(entries[0].(map[string]any))
+	bad["version"] = "1.1.0.beta"
+	idx["entries"].(map[string]any)["web"] = append(entries, bad)
+	if index, err = yaml.Marshal(idx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(indexFile, index, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	sc := chartScenario(t, srv)
+	release := func(name, repo, chart, version string) string {
+		return `---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: ` + name + `
+  namespace: apps
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: ` + chart + `
+      version: ` + version + `
+      sourceRef: {kind: HelmRepository, name: ` + repo + `}
+`
+	}
+	sc.write("apps/bad.yaml", `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: refused
+  namespace: apps
+spec:
+  type: oci
+  url: oci://`+srv.reg.Host+`/charts
+  secretRef: {name: wrong-creds}
+`+release("gone", "oci-charts", "gone", "1.0.0")+
+		release("refused", "refused", "web", "1.0.0")+
+		release("nothing", "http-charts", "web", `1.0.0 # {"$chartpolicy": "^5.0.0"}`)+
+		release("badmarker", "http-charts", "web", `1.0.0 # {"$chartpolicy": "not a range"}`))
+	sc.replace("apps/kustomization.yaml", "app.yaml]", "app.yaml, bad.yaml]")
+	sc.commit("bad inputs")
+	vars := sc.vars()
+	vars["FERRY_SECRET_WRONG__CREDS_USERNAME"] = srv.reg.Username
+	vars["FERRY_SECRET_WRONG__CREDS_PASSWORD"] = "not-the-password"
+
+	res := ferry(t, vars, "bump", "--dry-run", "--format", "json", "--diff=false", "--repo", sc.dir, "--insecure-registry", srv.reg.Host)
+	if res.code != exitError {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", res.code, exitError, res.stderr)
+	}
+	var got dryRunJSON
+	if err := json.Unmarshal([]byte(res.stdout), &got); err != nil {
+		t.Fatalf("%v\n%s", err, res.stdout)
+	}
+	// The good ones still move.
+	if n := len(got.moves()); n != 4 {
+		t.Errorf("%d moves, want the fleet's 4: %q", n, got.moves())
+	}
+	wantErrors := map[string]string{
+		"apps/bad.yaml:21: HelmRelease/apps/gone: ":      "does not exist",
+		"apps/bad.yaml:34: HelmRelease/apps/refused: ":   "refused the credentials",
+		"apps/bad.yaml:47: HelmRelease/apps/nothing: ":   `the $chartpolicy marker: range "^5.0.0" matches none of the versions of chart web`,
+		"apps/bad.yaml:60: HelmRelease/apps/badmarker: ": `marker {"$chartpolicy": "not a range"}: range "not a range"`,
+	}
+	for prefix, why := range wantErrors {
+		found := false
+		for _, e := range got.Errors {
+			found = found || strings.Contains(e, prefix) && strings.Contains(e, why)
+		}
+		if !found {
+			t.Errorf("no error %q ... %q among:\n%s", prefix, why, strings.Join(got.Errors, "\n"))
+		}
+	}
+	if len(got.Errors) != len(wantErrors) {
+		t.Errorf("%d errors, want %d:\n%s", len(got.Errors), len(wantErrors), strings.Join(got.Errors, "\n"))
+	}
+	for _, want := range []string{"chart version(s) could not be moved", "HelmRelease/apps/gone", "HelmRelease/apps/badmarker"} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+		}
+	}
+	if !strings.Contains(res.stderr, `"1.1.0.beta", not semantic versions; skipped`) || !strings.Contains(res.stderr, "HelmRelease/apps/web-http (apps/app.yaml:74)") {
+		t.Errorf("stderr does not warn of the bad index version with its object and line:\n%s", res.stderr)
+	}
+	noSecret(t, "output", res.stdout+res.stderr, srv.reg.Password, "not-the-password")
+
+	// Without --dry-run the good ones are written, and the run still
+	// fails.
+	plain := ferry(t, vars, "bump", "--repo", sc.dir, "--insecure-registry", srv.reg.Host)
+	if plain.code != exitError || strings.Count(sc.read("apps/app.yaml"), "1.1.0") != 4 {
+		t.Errorf("plain run: exit %d, app.yaml:\n%s\nstderr:\n%s", plain.code, sc.read("apps/app.yaml"), plain.stderr)
 	}
 }

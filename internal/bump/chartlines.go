@@ -71,13 +71,22 @@ func (x *lineIndex) find(p config.ChartPin) ([]pinLine, error) {
 				continue
 			}
 			if fl.markerErr != nil {
-				return nil, fmt.Errorf("%s:%d: %w", f, fl.line, fl.markerErr)
+				return nil, &lineError{where: fmt.Sprintf("%s:%d", f, fl.line), err: fl.markerErr}
 			}
 			out = append(out, pinLine{file: f, line: fl.line, marker: fl.marker})
 		}
 	}
 	return out, nil
 }
+
+// lineError is an error of one line of a file.
+type lineError struct {
+	where string
+	err   error
+}
+
+func (e *lineError) Error() string { return e.where + ": " + e.err.Error() }
+func (e *lineError) Unwrap() error { return e.err }
 
 // cached is find for a pin whose files were read already; errors are
 // left to find.

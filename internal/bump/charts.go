@@ -2,6 +2,11 @@ package bump
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -83,9 +88,9 @@ type ChartScan struct {
 type ChartOptions struct {
 	// Rules are ferry.yaml's charts: entries.
 	Rules []config.ChartRuleConfig
-	// Sources lists the versions (a fresh helm.Sources: its index TTL
-	// applies).
-	Sources *helm.Sources
+	// NewSources makes the helm.Sources each source's versions are
+	// listed through.
+	NewSources func() *helm.Sources
 	// Select, when set, keeps only the charts it returns true for (the
 	// chart's name and its source URL).
 	Select func(chart, source string) bool
@@ -124,7 +129,15 @@ func ScanCharts(ctx context.Context, repo *config.Repo, root string, o ChartOpti
 		}
 		ls, err := lines.find(p)
 		if err != nil {
-			s.Problems = append(s.Problems, ChartProblem{Object: p.ID(), Err: err})
+			pr := ChartProblem{Object: p.ID(), Err: err}
+			var le *lineError
+			if errors.As(err, &le) {
+				pr.Where, pr.Err = le.where, le.err
+			}
+			if !seen[pr.Error()] {
+				seen[pr.Error()] = true
+				s.Problems = append(s.Problems, pr)
+			}
 			continue
 		}
 		if len(ls) == 0 {
@@ -153,7 +166,7 @@ func ScanCharts(ctx context.Context, repo *config.Repo, root string, o ChartOpti
 			}
 		}
 	}
-	listed := listVersions(ctx, o.Sources, byLine)
+	listed := listVersions(ctx, o.NewSources, byLine)
 	for _, k := range order {
 		lp := byLine[k]
 		move, floating, warns, err := pickVersion(lp, listed[sourceKey(lp.pin.Source)], o.Rules)
@@ -193,14 +206,27 @@ func chartOf(p config.ChartPin) string {
 	return path.Base(strings.TrimSuffix(p.Source.URL, "/"))
 }
 
-// sourceKey tells the listings of sources apart: the same repository
-// read with other credentials is listed again.
-func sourceKey(src helm.ChartSource) string {
-	user := ""
-	if src.Credentials != nil {
-		user = src.Credentials.Origin + " " + src.Credentials.Username
+// keySalt keys the digests of passwords in sourceKey: they are never
+// comparable across runs.
+var keySalt = func() []byte {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
 	}
-	return strings.Join([]string{string(src.Kind), src.URL, src.Chart, fmt.Sprint(src.Insecure), user}, "\x00")
+	return b
+}()
+
+// sourceKey tells the listings of sources apart: the same repository
+// read with other credentials (another user, or another password) is
+// listed again.
+func sourceKey(src helm.ChartSource) string {
+	creds := ""
+	if c := src.Credentials; c != nil {
+		mac := hmac.New(sha256.New, keySalt)
+		mac.Write([]byte(c.Password))
+		creds = c.Origin + " " + c.Username + " " + hex.EncodeToString(mac.Sum(nil))
+	}
+	return strings.Join([]string{string(src.Kind), src.URL, src.Chart, fmt.Sprint(src.Insecure), creds}, "\x00")
 }
 
 // listing is the versions of one source, or why they cannot be read.
@@ -210,8 +236,10 @@ type listing struct {
 }
 
 // listVersions lists the versions of every source the lines need, at
-// most eight at a time.
-func listVersions(ctx context.Context, sources *helm.Sources, byLine map[string]*located) map[string]listing {
+// most eight at a time, each through a helm.Sources of its own (made by
+// newSources): the listings of one repository with two sets of
+// credentials share nothing.
+func listVersions(ctx context.Context, newSources func() *helm.Sources, byLine map[string]*located) map[string]listing {
 	want := map[string]helm.ChartSource{}
 	for _, lp := range byLine {
 		if lp.pin.Err == nil {
@@ -228,7 +256,7 @@ func listVersions(ctx context.Context, sources *helm.Sources, byLine map[string]
 			defer wg.Done()
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			vs, err := sources.Versions(ctx, src)
+			vs, err := newSources().Versions(ctx, src)
 			mu.Lock()
 			out[k] = listing{vs, err}
 			mu.Unlock()
