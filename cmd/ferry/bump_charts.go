@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/ferry-ci/ferry/internal/bump"
 	"github.com/ferry-ci/ferry/internal/config"
@@ -96,15 +98,31 @@ func (b *bumpRun) problems() error {
 	return fmt.Errorf("%d chart version(s) could not be moved:\n%s", len(lines), strings.Join(lines, "\n"))
 }
 
-// render is u's rendered change, nil when updates are not rendered.
-func (b *bumpRun) render(ctx context.Context, u *bump.Update, base string) *bump.Rendered {
+// renderAll is the rendered change of each update (by Key), nil when
+// updates are not rendered; as many at once as the machine has cores
+// (their renders share the run's caches).
+func (b *bumpRun) renderAll(ctx context.Context, updates []bump.Update, base string) map[string]*bump.Rendered {
 	if b.noDiff != "" {
 		return nil
 	}
 	o := b.diff
 	o.Base = base
-	r := u.Render(ctx, o, b.sources)
-	return &r
+	out := make([]bump.Rendered, len(updates))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := range updates {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			out[i] = updates[i].Render(ctx, o, b.sources)
+		})
+	}
+	wg.Wait()
+	m := make(map[string]*bump.Rendered, len(updates))
+	for i, u := range updates {
+		m[u.Key] = &out[i]
+	}
+	return m
 }
 
 // writeBump is bump without --pr: the dry run prints every update and
@@ -152,8 +170,9 @@ func writeBump(ctx context.Context, e *env, o *bumpOptions, scan *bump.Scan, b *
 		if b.noDiff != "" && len(updates) > 0 {
 			fmt.Fprintf(e.stderr, "ferry: the updates are not rendered: %s\n", b.noDiff)
 		}
-		for i := range updates {
-			dry.Updates = append(dry.Updates, bump.Planned{Update: updates[i], Rendered: b.render(ctx, &updates[i], "HEAD")})
+		rendered := b.renderAll(ctx, updates, "HEAD")
+		for _, u := range updates {
+			dry.Updates = append(dry.Updates, bump.Planned{Update: u, Rendered: rendered[u.Key]})
 		}
 		printChartLines(e, scan.Charts, "would change")
 		return dry.Write(e.stdout, output.Format(o.format.value))

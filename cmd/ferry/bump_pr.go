@@ -46,8 +46,9 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, scan *bump.Scan, b *
 	if b.noDiff != "" {
 		fmt.Fprintf(e.stderr, "ferry: the updates are not rendered: %s\n", b.noDiff)
 	}
+	rendered := b.renderAll(ctx, prs.Updates(), prs.BaseCommit())
 	err = prs.Commit(func(u *bump.Update) bump.Description {
-		r := b.render(ctx, u, prs.BaseCommit())
+		r := rendered[u.Key]
 		if r == nil {
 			r = &bump.Rendered{}
 		}

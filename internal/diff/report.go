@@ -317,6 +317,9 @@ func Sets(base, head []*unstructured.Unstructured, opts SetsOptions) []Object {
 			if isSecret(id) {
 				o.Secret = &SecretChange{Removed: secretKeys(bo)}
 			}
+		case equalObjects(bo, ho):
+			// Equal objects print alike: nothing to marshal.
+			o.Action = Unchanged
 		default:
 			if isSecret(id) {
 				o.Secret = compareSecrets(bo, ho)
