@@ -54,6 +54,7 @@ metadata:
   name: {{ .Release.Name }}-config
 data:
   token: {{ .Values.token | quote }}
+  version: {{ .Chart.Version | quote }}
 `,
 	}
 }
@@ -109,17 +110,7 @@ const chartBumpSecret = "s3cr3t-chart-token-value"
 // (web-chart, used by web-ref), a HelmChart behind a chartRef (web-hc,
 // used by web-hcref); and a release whose version is a range (web-range).
 func (s *chartBumpServers) chartFleet() map[string]string {
-	release := func(name, chart string) string {
-		return `---
-apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata:
-  name: ` + name + `
-  namespace: apps
-spec:
-  interval: 10m
-` + chart
-	}
+	release := appsRelease
 	app := `apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
 metadata:
@@ -194,6 +185,20 @@ stringData:
 		"namespace.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata: {name: apps}\n",
 		"app.yaml":           app,
 	})
+}
+
+// appsRelease is a HelmRelease document of the namespace apps, its spec
+// the lines of spec after its interval.
+func appsRelease(name, spec string) string {
+	return `---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: ` + name + `
+  namespace: apps
+spec:
+  interval: 10m
+` + spec
 }
 
 // chartScenario is the chart fleet, committed, with the servers'
@@ -312,6 +317,7 @@ func TestBumpCharts(t *testing.T) {
 		if len(got.Updates) != len(wantDeployments) {
 			t.Errorf("%d updates, want %d", len(got.Updates), len(wantDeployments))
 		}
+		tokenLines := 0
 		for _, u := range got.Updates {
 			if u.Diff == nil || u.RenderError != "" {
 				t.Errorf("%s: not rendered: %q", u.Key, u.RenderError)
@@ -325,12 +331,24 @@ func TestBumpCharts(t *testing.T) {
 					}
 				}
 			}
+			// The ConfigMap of web-oci changes beside the value its
+			// Secret gives: that line is in the diff, masked.
+			for _, tg := range u.Diff.Targets {
+				for _, o := range tg.Objects {
+					if o.ID.Name == "web-oci-config" && strings.Contains(o.Diff, "\n   token: ") {
+						tokenLines++
+					}
+				}
+			}
 			if diff := cmp.Diff(wantDeployments[u.Key], deployments); diff != "" {
 				t.Errorf("%s: Deployments moving to the 1.1.0 image (-want +got):\n%s", u.Key, diff)
 			}
 			if len(u.Notes) != 1 || u.Notes[0].Home != "https://charts.example.test/web" || len(u.Notes[0].Changes) != 1 || !strings.Contains(u.Notes[0].Changes[0], "web 1.1.0 moves its image") {
 				t.Errorf("%s: notes %+v", u.Key, u.Notes)
 			}
+		}
+		if tokenLines != 1 {
+			t.Errorf("web-oci-config's diff shows its token line in %d updates, want 1", tokenLines)
 		}
 		if diff := cmp.Diff(before, readTree(t, sc.dir)); diff != "" {
 			t.Errorf("--dry-run changed files:\n%s", diff)
@@ -606,20 +624,12 @@ func TestBumpChartBadInputs(t *testing.T) {
 
 	sc := chartScenario(t, srv)
 	release := func(name, repo, chart, version string) string {
-		return `---
-apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata:
-  name: ` + name + `
-  namespace: apps
-spec:
-  interval: 10m
-  chart:
+		return appsRelease(name, `  chart:
     spec:
-      chart: ` + chart + `
-      version: ` + version + `
-      sourceRef: {kind: HelmRepository, name: ` + repo + `}
-`
+      chart: `+chart+`
+      version: `+version+`
+      sourceRef: {kind: HelmRepository, name: `+repo+`}
+`)
 	}
 	sc.write("apps/bad.yaml", `apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
