@@ -645,6 +645,9 @@ spec:
 		release("nothing", "http-charts", "web", `1.0.0 # {"$chartpolicy": "^5.0.0"}`)+
 		release("badmarker", "http-charts", "web", `1.0.0 # {"$chartpolicy": "not a range"}`))
 	sc.replace("apps/kustomization.yaml", "app.yaml]", "app.yaml, bad.yaml]")
+	// A target that does not build: a warning, and the others scanned.
+	sc.write("clusters/prod/broken.yaml", helmtest.FluxKustomization("broken", "./broken", ""))
+	sc.write("broken/kustomization.yaml", "resources: [missing.yaml]\n")
 	sc.commit("bad inputs")
 	vars := sc.vars()
 	vars["FERRY_SECRET_WRONG__CREDS_USERNAME"] = srv.reg.Username
@@ -684,6 +687,9 @@ spec:
 		if !strings.Contains(res.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
 		}
+	}
+	if !strings.Contains(res.stderr, "ferry: warning: target broken does not build, so its chart versions are not scanned: ") {
+		t.Errorf("stderr does not warn of the target that does not build:\n%s", res.stderr)
 	}
 	if !strings.Contains(res.stderr, `"1.1.0.beta", not semantic versions; skipped`) || !strings.Contains(res.stderr, "HelmRelease/apps/web-http (apps/app.yaml:74)") {
 		t.Errorf("stderr does not warn of the bad index version with its object and line:\n%s", res.stderr)

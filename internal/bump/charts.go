@@ -91,9 +91,6 @@ type ChartOptions struct {
 	// NewSources makes the helm.Sources each source's versions are
 	// listed through.
 	NewSources func() *helm.Sources
-	// Select, when set, keeps only the charts it returns true for (the
-	// chart's name and its source URL).
-	Select func(chart, source string) bool
 }
 
 // located is a pin with the line that writes it.
@@ -112,9 +109,9 @@ func ScanCharts(ctx context.Context, repo *config.Repo, root string, o ChartOpti
 	for _, t := range repo.Targets {
 		ps, err := repo.ChartPins(ctx, t)
 		if err != nil {
-			// A target that does not build has no pins to read: say so
-			// and go on with the others.
-			s.Problems = append(s.Problems, ChartProblem{Object: "target " + t.Name, Err: err})
+			// A target that does not build (its variables only in the
+			// cluster, say) has no pins to read: say so, and go on.
+			s.Warnings = append(s.Warnings, fmt.Sprintf("target %s does not build, so its chart versions are not scanned: %v", t.Name, err))
 			continue
 		}
 		pins = append(pins, ps...)
@@ -124,9 +121,6 @@ func ScanCharts(ctx context.Context, repo *config.Repo, root string, o ChartOpti
 	var order []string
 	seen := map[string]bool{}
 	for _, p := range pins {
-		if o.Select != nil && !o.Select(chartOf(p), p.Source.URL) {
-			continue
-		}
 		ls, err := lines.find(p)
 		if err != nil {
 			pr := ChartProblem{Object: p.ID(), Err: err}
