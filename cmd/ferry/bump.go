@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -87,7 +88,11 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	if opts.Pushed, opts.PushedBy, err = bump.PushedImages(o.webhookPayload, e.Event); err != nil {
 		return err
 	}
-	scan := &bump.Scan{}
+	root, err := filepath.Abs(o.repo)
+	if err != nil {
+		return err
+	}
+	scan := &bump.Scan{Root: root}
 	if o.images {
 		if scan, err = bump.Run(cmd.Context(), opts); scan != nil {
 			e.Hide(scan.Passwords...)
