@@ -395,6 +395,24 @@ func TestBumpCharts(t *testing.T) {
 		}
 	})
 
+	t.Run("a pull request moving an OCIRepository's tag keeps its credentials", func(t *testing.T) {
+		sc := chartScenario(t, srv)
+		base := sc.repo().Tip(t, "main").Hash
+		sc.replace("apps/app.yaml", `tag: "1.0.0"`, `tag: "1.1.0"`)
+		head := sc.commit("the tag")
+		res := sc.ferry(append([]string{"diff", "--repo", sc.dir, "--base", base, "--head", head}, insecure...)...)
+		if res.code != exitOK || !strings.Contains(res.stdout, "registry.example.test/web:1.1.0") {
+			t.Errorf("diff of the tag: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+		}
+		// Any other change of its spec withholds them.
+		sc.replace("apps/app.yaml", "url: oci://"+srv.reg.Host+"/charts/web\n", "url: oci://"+srv.reg.Host+"/charts/web\n  interval: 5m\n")
+		head = sc.commit("the tag and the interval")
+		res = sc.ferry(append([]string{"diff", "--repo", sc.dir, "--base", base, "--head", head}, insecure...)...)
+		if res.code != exitError || !strings.Contains(res.stdout+res.stderr, "the registry refused access without credentials") {
+			t.Errorf("diff of the tag and another field: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+		}
+	})
+
 	t.Run("a rule allowing any newer version", func(t *testing.T) {
 		sc := chartScenario(t, srv)
 		sc.write("ferry.yaml", "charts:\n  - url: oci://"+srv.reg.Host+"/*\n    range: \">=1.0.0\"\n")
