@@ -214,10 +214,13 @@ func dryRunUpdates(scan *bump.Scan, moves []bump.ChartMove, read func(string) ([
 	return bump.NewUpdates(imgs, moves, read, grouped)
 }
 
+// printChartLines prints the chart scan's report (stderr in a dry run)
+// and adds it to the step summary.
 func printChartLines(e *env, s *bump.ChartScan, verb string) {
 	if s == nil {
 		return
 	}
+	e.Summary(s.Markdown(verb == "would change"))
 	w := e.stdout
 	if verb == "would change" {
 		w = e.stderr

@@ -369,9 +369,18 @@ func TestBumpCharts(t *testing.T) {
 	t.Run("plain run rewrites only the version lines", func(t *testing.T) {
 		sc := chartScenario(t, srv)
 		before := readTree(t, sc.dir)
-		res := sc.ferry(append([]string{"bump", "--repo", sc.dir}, insecure...)...)
+		summary := filepath.Join(t.TempDir(), "summary")
+		vars := sc.vars()
+		vars["GITHUB_ACTIONS"], vars["GITHUB_STEP_SUMMARY"], vars["GITHUB_OUTPUT"] = "true", summary, filepath.Join(t.TempDir(), "output")
+		res := ferry(t, vars, append([]string{"bump", "--repo", sc.dir}, insecure...)...)
 		if res.code != exitOK {
 			t.Fatalf("exit %d\nstderr:\n%s", res.code, res.stderr)
+		}
+		md, err := os.ReadFile(summary)
+		if err != nil || !strings.Contains(string(md), "### ferry bump: charts\n") ||
+			!strings.Contains(string(md), "| `apps/app.yaml:59` | HelmRelease/apps/web-oci | `web oci://"+srv.reg.Host+"/charts` | `1.0.0` → `1.1.0` |") ||
+			!strings.Contains(string(md), "HelmRelease/apps/web-range (apps/app.yaml:107): range") {
+			t.Errorf("step summary (%v):\n%s", err, md)
 		}
 		app := before["apps/app.yaml"]
 		for _, e := range [][2]string{

@@ -9,6 +9,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/diff"
 	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/images"
+	"github.com/ferry-ci/ferry/internal/markdown"
 	"github.com/ferry-ci/ferry/internal/output"
 )
 
@@ -155,5 +156,35 @@ func (s *ChartScan) Lines(verb string) []string {
 	for _, f := range s.Floating {
 		out = append(out, "floating: "+f)
 	}
+	if s.Current > 0 {
+		out = append(out, fmt.Sprintf("%d pinned chart version(s) already the newest allowed", s.Current))
+	}
 	return out
+}
+
+// Markdown is the chart scan as the step summary shows it: the moved
+// versions, the floating ranges, the versions that cannot move.
+func (s *ChartScan) Markdown(dryRun bool) string {
+	var b strings.Builder
+	title := "ferry bump: charts"
+	if dryRun {
+		title += " (dry run)"
+	}
+	fmt.Fprintf(&b, "### %s\n\n", title)
+	if len(s.Moves) == 0 {
+		b.WriteString("Every pinned chart version is the newest its range allows.\n")
+	} else {
+		b.WriteString("| file | objects | chart | old → new | why |\n|---|---|---|---|---|\n")
+		for _, m := range s.Moves {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s → %s | %s %s |\n", markdown.Code(m.Where()), markdown.Text(strings.Join(m.Objects, ", ")),
+				markdown.Code(m.Chart+" "+m.Source), markdown.Code(m.Old), markdown.Code(m.New), markdown.Text(m.By), markdown.Code(m.Range))
+		}
+	}
+	for _, f := range s.Floating {
+		fmt.Fprintf(&b, "\n> [!NOTE]\n> %s\n", markdown.Text(f))
+	}
+	for _, p := range s.Problems {
+		fmt.Fprintf(&b, "\n> [!CAUTION]\n> %s\n", markdown.Text(p.Error()))
+	}
+	return b.String()
 }
