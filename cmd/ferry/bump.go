@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferry-ci/ferry/internal/bump"
 	"github.com/ferry-ci/ferry/internal/output"
+	"github.com/ferry-ci/ferry/internal/runenv"
 )
 
 type bumpOptions struct {
@@ -107,20 +108,23 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 			return err
 		}
 	}
-	var b *bumpRun
+	run := e.Bump(runenv.Repo{Dir: o.repo, Insecure: o.insecure, CacheDir: o.cacheDir}, o.diff)
 	if o.charts && len(o.policies) == 0 && len(opts.Pushed) == 0 {
-		if b, err = scanCharts(cmd.Context(), e, o, scan); err != nil {
+		warnings, err := run.Charts(cmd.Context(), scan)
+		if err != nil {
 			return err
 		}
-		defer b.close()
+		for _, w := range warnings {
+			fmt.Fprintln(e.stderr, "ferry: warning: "+w)
+		}
 	}
 	if scan.Result == nil && scan.Charts == nil {
 		return nil
 	}
 	if o.pr {
-		err = runBumpPR(cmd.Context(), e, o, scan, b)
+		err = runBumpPR(cmd.Context(), e, o, run, scan)
 	} else {
-		err = writeBump(cmd.Context(), e, o, scan, b)
+		err = writeBump(cmd.Context(), e, o, run, scan)
 	}
-	return cmp.Or(err, b.problems())
+	return cmp.Or(err, scan.Charts.Err())
 }

@@ -2,18 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/ferry-ci/ferry/internal/bump"
+	"github.com/ferry-ci/ferry/internal/runenv"
 )
 
 // runBumpPR commits each update on its own branch (from the checked-out
 // commit), force-pushes the branches and opens or updates one pull
 // request per branch. Everything that can fail before a push (templates,
 // the repository, the forge, every commit) is done first.
-func runBumpPR(ctx context.Context, e *env, o *bumpOptions, scan *bump.Scan, b *bumpRun) error {
+func runBumpPR(ctx context.Context, e *env, o *bumpOptions, run *runenv.Bump, scan *bump.Scan) error {
 	prs, err := bump.NewPullRequests(scan, bump.PROptions{Branch: o.branch, Title: o.title, Group: o.group, Author: o.author, Base: o.base})
 	if err != nil {
 		return err
@@ -38,23 +38,11 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, scan *bump.Scan, b *
 	if err != nil {
 		return fmt.Errorf("--pr: %w", err)
 	}
-	if b == nil {
-		if b, err = newBumpRun(e, o); err != nil {
-			return err
-		}
-	}
-	if b.noDiff != "" {
-		fmt.Fprintf(e.stderr, "ferry: the updates are not rendered: %s\n", b.noDiff)
-	}
-	rendered := b.renderAll(ctx, prs.Updates(), prs.BaseCommit())
-	err = prs.Commit(func(u *bump.Update) bump.Description {
-		r := rendered[u.Key]
-		if r == nil {
-			r = &bump.Rendered{}
-		}
-		return bump.Describe(u, *r, e.Masker.Mask)
-	})
+	renders, err := o.renders(e, run)
 	if err != nil {
+		return err
+	}
+	if err := prs.CommitRendered(ctx, renders, e.Masker.Mask); err != nil {
 		return err
 	}
 	opened, err := prs.Open(ctx, f, o.remote, token)
@@ -68,16 +56,5 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, scan *bump.Scan, b *
 	if err != nil {
 		return err
 	}
-	return reportPRs(e, opened, warnings)
-}
-
-// reportPRs sets the pull-requests output and writes the step summary.
-func reportPRs(e *env, out []bump.Opened, warnings []string) error {
-	b, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
-	e.Output("pull-requests", string(b))
-	e.Summary(bump.Markdown(out, warnings))
-	return nil
+	return e.ReportPRs(opened, warnings)
 }

@@ -122,12 +122,6 @@ func NewPullRequests(s *Scan, o PROptions) (*PullRequests, error) {
 // Len is the number of pull requests to open.
 func (p *PullRequests) Len() int { return len(p.updates) }
 
-// BaseCommit is the commit the updates are made on.
-func (p *PullRequests) BaseCommit() string { return p.repo.BaseCommit() }
-
-// Updates are the pull requests' updates, in order.
-func (p *PullRequests) Updates() []Update { return p.updates }
-
 func (p *PullRequests) parse(o PROptions) error {
 	bs, ts := o.Branch, o.Title
 	if bs == "" {
@@ -153,6 +147,20 @@ func (p *PullRequests) parse(o PROptions) error {
 		return fmt.Errorf("--author %q: want \"Name <email>\": %v", o.Author, err)
 	}
 	return nil
+}
+
+// CommitRendered is Commit with each description made by Describe from
+// the update's rendered change (renders.All against the base commit;
+// none when renders is nil or off), masked with mask.
+func (p *PullRequests) CommitRendered(ctx context.Context, renders *Renders, mask func(string) string) error {
+	rendered := renders.All(ctx, p.updates, p.repo.BaseCommit())
+	return p.Commit(func(u *Update) Description {
+		r := rendered[u.Key]
+		if r == nil {
+			r = &Rendered{}
+		}
+		return Describe(u, *r, mask)
+	})
 }
 
 // Commit names each update's branch and title from the templates and
