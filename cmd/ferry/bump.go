@@ -100,9 +100,7 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 			for _, n := range scan.Notes {
 				fmt.Fprintln(e.stderr, "ferry: "+n)
 			}
-			for _, w := range scan.Warnings {
-				fmt.Fprintln(e.stderr, "ferry: warning: "+w)
-			}
+			e.warnings(scan.Warnings)
 		}
 		if err != nil {
 			return err
@@ -114,9 +112,7 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 		if err != nil {
 			return err
 		}
-		for _, w := range warnings {
-			fmt.Fprintln(e.stderr, "ferry: warning: "+w)
-		}
+		e.warnings(warnings)
 	}
 	if scan.Result == nil && scan.Charts == nil {
 		return nil

@@ -37,9 +37,7 @@ func writeBump(ctx context.Context, e *env, o *bumpOptions, run *runenv.Bump, sc
 	if err != nil {
 		return err
 	}
-	for _, w := range out.Warnings {
-		fmt.Fprintln(e.stderr, "ferry: warning: "+w)
-	}
+	e.warnings(out.Warnings)
 	e.Summary(out.Summary)
 	if _, err := io.WriteString(report, e.Masker.Mask(out.Report)); err != nil || out.DryRun == nil {
 		return err

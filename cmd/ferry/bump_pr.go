@@ -22,9 +22,7 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, run *runenv.Bump, sc
 	if scan.Result != nil {
 		warnings = scan.Result.Warnings()
 	}
-	for _, w := range warnings {
-		fmt.Fprintln(e.stderr, "ferry: warning: "+w)
-	}
+	e.warnings(warnings)
 	if prs.Len() == 0 {
 		fmt.Fprintln(e.stderr, "ferry: every marked image and pinned chart is at its newest allowed version; no pull request")
 		e.Output("pull-requests", "[]")

@@ -68,6 +68,13 @@ func (e *env) print(res output.Result, format string) error {
 	return err
 }
 
+// warnings prints each of ws, masked, as a warning on stderr.
+func (e *env) warnings(ws []string) {
+	for _, w := range ws {
+		fmt.Fprintln(e.stderr, "ferry: warning: "+e.Masker.Mask(w))
+	}
+}
+
 // warn prints msg, masked, as a warning on stderr, and inside a step as
 // a warning annotation titled title.
 func (e *env) warn(title, msg string) {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"time"
 
@@ -44,9 +43,7 @@ func (e *env) notify(ctx context.Context, n notifyFlags, repo *config.Repo, even
 		dryRun = &dry
 	}
 	out := e.Notify(ctx, repo, events, n.total, dryRun)
-	for _, w := range out.Warnings {
-		fmt.Fprintln(e.stderr, "ferry: warning: "+e.Masker.Mask(w))
-	}
+	e.warnings(out.Warnings)
 	for _, f := range out.Failures {
 		e.notifyWarning(f)
 	}

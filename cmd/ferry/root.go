@@ -52,9 +52,7 @@ func runWith(ctx context.Context, args []string, e *env, newRoot func(*env) *cob
 	}
 	// Variables of the former spelling read (or left unread): said once,
 	// whatever the run's outcome.
-	for _, w := range e.CredentialWarnings() {
-		fmt.Fprintln(e.stderr, "ferry: warning: "+e.Masker.Mask(w))
-	}
+	e.warnings(e.CredentialWarnings())
 	var ec *exitCodeError
 	if e.StepErr() != nil && (err == nil || errors.As(err, &ec)) {
 		err = e.StepErr()
