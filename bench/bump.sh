@@ -115,8 +115,11 @@ run_peer_warm() { run_peer "$work/pulled"; }
 run_peer_cold() { rm -rf "$work/pulled-cold"; run_peer "$work/pulled-cold"; }
 
 # ferry. $1 is its --cache-dir, if it takes one.
+# (The help is read whole first: grep -q stopping early would kill
+# ferry with SIGPIPE, a failure under pipefail.)
+ferry_help=$("$ferry" bump --help 2>/dev/null || true)
 ferry_cache=no
-"$ferry" bump --help 2>/dev/null | grep -q -- '--cache-dir' && ferry_cache=yes
+grep -q -- '--cache-dir' <<< "$ferry_help" && ferry_cache=yes
 run_ferry() {
   local args=(bump --dry-run --repo "$repo" --insecure-registry "$registry" --format json) rc=0
   [ "$ferry_cache" = no ] || args+=(--cache-dir "$1")
@@ -153,7 +156,7 @@ printf '  the script'"'"'s diffs: %d releases changed, %d lines of diff, %d imag
 
 # ferry's output, checked once; a ferry without chart bumps is not timed.
 ferry_ok=yes
-if ! "$ferry" bump --help 2>/dev/null | grep -q -- '--format'; then
+if ! grep -q -- '--format' <<< "$ferry_help"; then
   printf '  !!! bin/ferry bump has no --format: ferry has no chart bumps yet (make build once it does); timing the script alone\n'
   ferry_ok=no
 elif ! run_ferry_warm; then

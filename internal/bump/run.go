@@ -23,7 +23,7 @@ import (
 // that the updates share the run's chart, render and build caches).
 type Renders struct {
 	diff    diff.Options
-	sources *helm.Sources // fetches the charts' notes
+	sources *helm.Sources // fetches the charts' notes (the renders' own)
 	// Off says why updates are not rendered, "" when they are.
 	Off string
 }
@@ -32,10 +32,13 @@ type Renders struct {
 // masking with mask; off (--diff=false) or a folder outside a Git work
 // tree renders nothing (Off says why).
 func NewRenders(dir string, ropts render.Options, mask *secrets.Masker, off bool) *Renders {
-	r := &Renders{
-		sources: helm.NewSources(helm.SourcesOptions{}),
-		diff:    diff.Options{Repo: dir, Base: "HEAD", Render: ropts, Mask: mask},
+	// The notes' charts come through the renders' sources: the new
+	// version is fetched once, for both.
+	sources := ropts.HelmSources
+	if sources == nil {
+		sources = helm.NewSources(helm.SourcesOptions{})
 	}
+	r := &Renders{sources: sources, diff: diff.Options{Repo: dir, Base: "HEAD", Render: ropts, Mask: mask}}
 	switch _, err := gitrepo.Open(dir); {
 	case off:
 		r.Off = "--diff=false"
