@@ -2,9 +2,10 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,11 +16,10 @@ import (
 )
 
 type bumpOptions struct {
-	repo           string
+	repo           repoFlags
 	policies       []string
 	dryRun         bool
 	pr             bool
-	insecure       []string
 	webhookPayload string
 	maxTags        int
 	timeout        time.Duration
@@ -35,7 +35,6 @@ type bumpOptions struct {
 
 	images, charts, diff bool
 	format               *choiceValue
-	cacheDir             string
 }
 
 func newBumpCmd(e *env) *cobra.Command {
@@ -52,11 +51,10 @@ func newBumpCmd(e *env) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.repo, "repo", ".", "repository root")
+	o.repo.register(f, "repository root")
 	f.StringSliceVar(&o.policies, "policy", nil, "scan only these policies (`NAME`, NAMESPACE/NAME or NAMESPACE:NAME; repeatable)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the change instead of writing it: the edit as a unified diff, then each update's rendered change (see --format)")
 	f.BoolVar(&o.pr, "pr", false, "open or update one pull request per policy and per chart instead of writing the work tree")
-	f.StringSliceVar(&o.insecure, "insecure-registry", nil, "registry `HOST` reached over plain HTTP (repeatable)")
 	f.StringVar(&o.webhookPayload, "webhook-payload", "", "registry push event (`FILE`): scan only the policies of the image it names")
 	f.IntVar(&o.maxTags, "max-tags", def.MaxTags, "most tags read per image repository")
 	f.DurationVar(&o.timeout, "timeout", def.Timeout, "longest time to read one image repository")
@@ -72,7 +70,6 @@ func newBumpCmd(e *env) *cobra.Command {
 	f.BoolVar(&o.charts, "charts", true, "move pinned chart versions: HelmRelease chart.spec.version, HelmChart version, OCIRepository ref.tag (--charts=false: images only; off with --policy or a push event)")
 	f.BoolVar(&o.diff, "diff", true, "render each update's change (ferry diff) into its pull request, or the dry run's output")
 	f.Var(o.format, "format", "--dry-run output: text (the edit, then each rendered change), json or markdown (the pull requests' descriptions)")
-	f.StringVar(&o.cacheDir, "cache-dir", "", "folder keeping fetched Helm charts across runs (default $RUNNER_TOOL_CACHE/ferry/charts, else the user cache folder's ferry/charts)")
 	o.notify.register(f)
 	return cmd
 }
@@ -81,32 +78,26 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 	if o.dryRun && o.pr {
 		return errors.New("--dry-run and --pr exclude each other")
 	}
-	opts := bump.DefaultOptions(o.repo)
-	opts.Policies, opts.Getenv = o.policies, e.Getenv
-	opts.Scan.InsecureRegistries = o.insecure
+	opts := bump.DefaultOptions(o.repo.Dir)
+	opts.Policies, opts.Getenv, opts.NoImages = o.policies, e.Getenv, !o.images
+	opts.Scan.InsecureRegistries = o.repo.Insecure
 	opts.Scan.MaxTags, opts.Scan.Timeout, opts.Scan.Concurrency = o.maxTags, o.timeout, o.concurrency
 	var err error
 	if opts.Pushed, opts.PushedBy, err = bump.PushedImages(o.webhookPayload, e.Event); err != nil {
 		return err
 	}
-	root, err := filepath.Abs(o.repo)
+	scan, err := bump.Run(cmd.Context(), opts)
+	if scan != nil {
+		e.Hide(scan.Passwords...)
+		for _, n := range scan.Notes {
+			fmt.Fprintln(e.stderr, "ferry: "+n)
+		}
+		e.warnings(scan.Warnings)
+	}
 	if err != nil {
 		return err
 	}
-	scan := &bump.Scan{Root: root}
-	if o.images {
-		if scan, err = bump.Run(cmd.Context(), opts); scan != nil {
-			e.Hide(scan.Passwords...)
-			for _, n := range scan.Notes {
-				fmt.Fprintln(e.stderr, "ferry: "+n)
-			}
-			e.warnings(scan.Warnings)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	run := e.Bump(runenv.Repo{Dir: o.repo, Insecure: o.insecure, CacheDir: o.cacheDir}, o.diff)
+	run := e.Bump(o.repo.settings(), o.diff)
 	if o.charts && len(o.policies) == 0 && len(opts.Pushed) == 0 {
 		warnings, err := run.Charts(cmd.Context(), scan)
 		if err != nil {
@@ -123,4 +114,31 @@ func runBump(cmd *cobra.Command, e *env, o *bumpOptions) error {
 		err = writeBump(cmd.Context(), e, o, run, scan)
 	}
 	return cmp.Or(err, scan.Charts.Err())
+}
+
+// writeBump is bump without --pr: the dry run prints every update and
+// its rendered change; the plain run writes the work tree.
+func writeBump(ctx context.Context, e *env, o *bumpOptions, run *runenv.Bump, scan *bump.Scan) error {
+	out, off, err := run.Outcome(ctx, scan, o.dryRun)
+	notRendered(e, off)
+	if err != nil {
+		return err
+	}
+	e.warnings(out.Warnings)
+	e.Summary(out.Summary)
+	report := e.stdout
+	if o.dryRun {
+		report = e.stderr
+	}
+	if _, err := io.WriteString(report, e.Masker.Mask(out.Report)); err != nil || out.DryRun == nil {
+		return err
+	}
+	return out.DryRun.Write(e.stdout, output.Format(o.format.value))
+}
+
+// notRendered says why the updates are not rendered, if they are not.
+func notRendered(e *env, why string) {
+	if why != "" {
+		fmt.Fprintln(e.stderr, "ferry: the updates are not rendered: "+why)
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/ferry-ci/ferry/internal/bump"
+	"github.com/ferry-ci/ferry/internal/config"
+	"github.com/ferry-ci/ferry/internal/event"
 	"github.com/ferry-ci/ferry/internal/runenv"
 )
 
@@ -18,10 +20,7 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, run *runenv.Bump, sc
 	if err != nil {
 		return err
 	}
-	var warnings []string
-	if scan.Result != nil {
-		warnings = scan.Result.Warnings()
-	}
+	warnings := scan.ImageWarnings()
 	e.warnings(warnings)
 	if prs.Len() == 0 {
 		fmt.Fprintln(e.stderr, "ferry: every marked image and pinned chart is at its newest allowed version; no pull request")
@@ -36,23 +35,37 @@ func runBumpPR(ctx context.Context, e *env, o *bumpOptions, run *runenv.Bump, sc
 	if err != nil {
 		return fmt.Errorf("--pr: %w", err)
 	}
-	renders, err := o.renders(e, run)
+	renders, err := run.Renders()
 	if err != nil {
 		return err
 	}
+	notRendered(e, renders.Off)
 	if err := prs.CommitRendered(ctx, renders, e.Masker.Mask); err != nil {
 		return err
 	}
 	opened, err := prs.Open(ctx, f, o.remote, token)
 	for _, p := range opened {
-		fmt.Fprintf(e.stdout, "%s: pull request #%d %s: %s\n", p.Policy, p.Number, p.Action, p.URL)
-		for _, c := range p.Changes {
-			fmt.Fprintf(e.stdout, "  %s:%d  %s -> %s\n", c.File, c.Line, c.Old, c.New)
-		}
+		fmt.Fprint(e.stdout, p.Text())
 	}
 	o.notifyPRs(ctx, e, opened)
 	if err != nil {
 		return err
 	}
 	return e.ReportPRs(opened, warnings)
+}
+
+// notifyPRs sends each pull request's events (bump.Events) through the
+// Alerts of every cluster together: a pull request belongs to none.
+func (o *bumpOptions) notifyPRs(ctx context.Context, e *env, opened []bump.Opened) {
+	events := bump.Events(opened)
+	if o.notify.off || len(events) == 0 {
+		return
+	}
+	repo, err := e.LoadRepo(ctx, o.repo.settings(), false)
+	if err != nil {
+		e.notifyWarning(fmt.Sprintf("notifications: reading the repository's Flux notification objects: %v", err))
+		return
+	}
+	defer repo.Close()
+	e.notify(ctx, o.notify, repo, map[string][]event.Event{config.AllClusters: events})
 }

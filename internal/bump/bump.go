@@ -33,6 +33,9 @@ type Options struct {
 	// Getenv (see images.CredentialsFromEnv).
 	Scan   images.ScanOptions
 	Getenv func(string) string
+	// NoImages scans no image policy (bump --images=false): Run only
+	// checks the repository.
+	NoImages bool
 }
 
 // Scan is a run's scan: the markers of the repository and the latest tag
@@ -64,6 +67,9 @@ func Run(ctx context.Context, o Options) (*Scan, error) {
 	}
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("repository %s: not a directory", o.Root)
+	}
+	if o.NoImages {
+		return &Scan{Root: root}, nil
 	}
 	policies, err := config.ImagePolicies(root)
 	if err != nil {
@@ -132,6 +138,15 @@ func (s *Scan) selectPolicies(o Options, policies []*images.Policy) ([]*images.P
 		s.Notes = append(s.Notes, "no marked image policy to scan")
 	}
 	return scan, nil
+}
+
+// ImageWarnings are the image scan's warnings (a policy no tag
+// matched, a listing cut short); none when no policy was scanned.
+func (s *Scan) ImageWarnings() []string {
+	if s.Result == nil {
+		return nil
+	}
+	return s.Result.Warnings()
 }
 
 // DefaultOptions are the options of a scan of every policy of the

@@ -8,6 +8,15 @@ import (
 	"github.com/ferry-ci/ferry/internal/event"
 )
 
+// Events are the events of every pull request of opened (Opened.Events).
+func Events(opened []Opened) []event.Event {
+	var out []event.Event
+	for _, p := range opened {
+		out = append(out, p.Events()...)
+	}
+	return out
+}
+
 // Events are the events of a pull request bump opened or updated: one per
 // image policy and per object whose chart version it moves, "object old
 // -> new, <URL>", PullRequestOpened or PullRequestUpdated (info), the

@@ -236,6 +236,17 @@ func (p *PullRequests) Open(ctx context.Context, f forge.Forge, remote, token st
 	return out, nil
 }
 
+// Text is the pull request as bump prints it: "KEY: pull request #N
+// ACTION: URL", then a line per rewritten value.
+func (p Opened) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: pull request #%d %s: %s\n", p.Policy, p.Number, p.Action, p.URL)
+	for _, c := range p.Changes {
+		fmt.Fprintf(&b, "  %s:%d  %s -> %s\n", c.File, c.Line, c.Old, c.New)
+	}
+	return b.String()
+}
+
 func execTemplate(t *template.Template, f Fields) (string, error) {
 	var b strings.Builder
 	if err := t.Execute(&b, f); err != nil {

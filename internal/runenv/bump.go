@@ -72,3 +72,19 @@ func (e *Env) ReportPRs(opened []bump.Opened, warnings []string) error {
 	e.Summary(bump.Markdown(opened, warnings))
 	return nil
 }
+
+// Outcome is the run without --pr: the dry run (nothing written, each
+// update rendered unless off says why not) or the plain run, which
+// writes the work tree.
+func (b *Bump) Outcome(ctx context.Context, scan *bump.Scan, dryRun bool) (out *bump.Outcome, off string, err error) {
+	if !dryRun {
+		out, err = scan.Write()
+		return out, "", err
+	}
+	r, err := b.Renders()
+	if err != nil {
+		return nil, "", err
+	}
+	out, err = scan.Plan(ctx, r, b.env.Masker.Mask)
+	return out, r.Off, err
+}
