@@ -28,6 +28,8 @@
 #
 # Usage: bench/genbump.sh DIR REGISTRY   (REGISTRY: host:port)
 set -euo pipefail
+# shellcheck source=bench/fluxroot.sh
+. "$(dirname "$0")/fluxroot.sh"
 dir=$1; registry=$2
 rm -rf "$dir"; mkdir -p "$dir/charts" "$dir/values" "$dir/repo/clusters/prod/flux-system"
 teams=(shop payments search identity data)
@@ -149,34 +151,7 @@ done | shuf --random-source=<(yes) > "$dir/tags.tsv"
 
 # The repository.
 repo=$dir/repo
-cat > "$repo/clusters/prod/flux-system/gotk-sync.yaml" <<Y
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: flux-system, namespace: flux-system}
-spec:
-  interval: 1m
-  url: https://git.example.com/fleet.git
-  ref: {branch: main}
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: flux-system, namespace: flux-system}
-spec:
-  interval: 10m
-  path: ./clusters/prod
-  prune: true
-  sourceRef: {kind: GitRepository, name: flux-system}
-Y
-cat > "$repo/clusters/prod/charts.yaml" <<Y
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: HelmRepository
-metadata: {name: charts, namespace: flux-system}
-spec:
-  type: oci
-  interval: 1h
-  url: oci://$registry/charts
-  insecure: true
-Y
+flux_root "$repo" "$registry"
 {
   echo "resources:"
   echo "  - flux-system/gotk-sync.yaml"
