@@ -48,8 +48,12 @@ func (p ChartPin) ID() string { return p.Kind + "/" + p.Namespace + "/" + p.Name
 // renders, with their credentials, as a render finds them). Nothing is
 // fetched. A release whose chart is in a folder, or a HelmRelease whose
 // chart is a chartRef (its HelmChart or OCIRepository is a pin of its
-// own), names none.
+// own), names none; nor does a target that renders another ref of the
+// repository (its lines are not this checkout's).
 func (r *Repo) ChartPins(ctx context.Context, t *Target) ([]ChartPin, error) {
+	if t.Revision != nil {
+		return nil, nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	build, err := r.build(ctx, t)
