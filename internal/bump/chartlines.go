@@ -88,13 +88,6 @@ type lineError struct {
 func (e *lineError) Error() string { return e.where + ": " + e.err.Error() }
 func (e *lineError) Unwrap() error { return e.err }
 
-// cached is find for a pin whose files were read already; errors are
-// left to find.
-func (x *lineIndex) cached(p config.ChartPin) []pinLine {
-	ls, _ := x.find(p)
-	return ls
-}
-
 var versionKinds = map[string]bool{"HelmRelease": true, "HelmChart": true, "OCIRepository": true}
 
 // read parses file's documents for the version fields of the kinds

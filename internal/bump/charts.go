@@ -118,6 +118,7 @@ func ScanCharts(ctx context.Context, repo *config.Repo, root string, o ChartOpti
 	}
 	lines := &lineIndex{root: root, files: map[string][]docLines{}}
 	byLine := map[string]*located{}
+	objects := map[string][]string{} // by line, the objects it writes
 	var order []string
 	seen := map[string]bool{}
 	for _, p := range pins {
@@ -144,20 +145,14 @@ func ScanCharts(ctx context.Context, repo *config.Repo, root string, o ChartOpti
 		}
 		for _, l := range ls {
 			k := l.where()
-			if prev := byLine[k]; prev != nil {
+			if !slices.Contains(objects[k], p.ID()) {
+				objects[k] = append(objects[k], p.ID())
+			}
+			if byLine[k] != nil {
 				continue // the same line, built by another target
 			}
 			byLine[k] = &located{pin: p, line: l}
 			order = append(order, k)
-		}
-	}
-	objects := map[string][]string{}
-	for _, p := range pins {
-		for _, l := range lines.cached(p) {
-			k := l.where()
-			if !slices.Contains(objects[k], p.ID()) {
-				objects[k] = append(objects[k], p.ID())
-			}
 		}
 	}
 	listed := listVersions(ctx, o.NewSources, byLine)
@@ -284,7 +279,7 @@ func pickVersion(lp *located, l listing, rules []config.ChartRuleConfig) (move *
 	}
 	if len(bad) > 0 {
 		warns = append(warns, fmt.Sprintf("%s (%s): the versions of chart %s at %s include %s, not semantic versions; skipped",
-			p.ID(), lp.line.where(), chart, redactURL(p.Source.URL), strings.Join(bad, ", ")))
+			p.ID(), lp.line.where(), chart, helm.RedactURL(p.Source.URL), strings.Join(bad, ", ")))
 	}
 	if p.Field == config.FieldRefSemver || helm.IsVersionRange(p.Version) {
 		c, err := semver.NewConstraint(p.Version)
@@ -317,7 +312,7 @@ func pickVersion(lp *located, l listing, rules []config.ChartRuleConfig) (move *
 		return nil, "", warns, nil
 	}
 	return &ChartMove{
-		Chart: chart, Source: redactURL(p.Source.URL), Kind: p.Kind, Field: p.Field,
+		Chart: chart, Source: helm.RedactURL(p.Source.URL), Kind: p.Kind, Field: p.Field,
 		File: lp.line.file, Line: lp.line.line, Old: p.Version, New: best.Original(), Range: rng, By: by, src: p.Source,
 	}, "", warns, nil
 }
@@ -393,17 +388,6 @@ func newestFew(versions []*semver.Version) string {
 		names = append(names, v.Original())
 	}
 	return "it has " + strings.Join(names, ", ")
-}
-
-// redactURL drops the user information of a URL.
-func redactURL(u string) string {
-	if i := strings.Index(u, "://"); i >= 0 {
-		rest := u[i+3:]
-		if at := strings.Index(rest, "@"); at >= 0 && (strings.Index(rest, "/") < 0 || at < strings.Index(rest, "/")) {
-			return u[:i+3] + rest[at+1:]
-		}
-	}
-	return u
 }
 
 // readFile reads a file of root by its slash path.

@@ -392,6 +392,10 @@ func (src ChartSource) Origin() (string, error) {
 }
 
 // redact is u without the credentials it may hold.
+// RedactURL is u without its user information (a URL that does not
+// parse is returned as it is).
+func RedactURL(u string) string { return redact(u) }
+
 func redact(u string) string {
 	p, err := url.Parse(u)
 	if err != nil || p.User == nil {
