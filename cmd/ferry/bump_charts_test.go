@@ -499,6 +499,7 @@ func giteaChartForge(t *testing.T) chartForge {
 			local := sc.repo()
 			local.AddRemote(t, "origin", g.CloneURL(bot, name))
 			local.PushHead(t, "origin", "main", gittest.Auth{User: bot, Password: token})
+			g.WaitPushed(t, bot, name, "main", local.Tip(t, "main").Hash)
 			return map[string]string{
 				"GITEA_ACTIONS": "true", "GITHUB_SERVER_URL": strings.TrimSuffix(g.URL, "/"), "GITHUB_API_URL": g.URL + "api/v1",
 				"GITHUB_REPOSITORY": bot + "/" + name, "GITHUB_TOKEN": token,

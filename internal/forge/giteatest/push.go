@@ -38,16 +38,16 @@ func (g *Gitea) PushDir(t testing.TB, owner, repo, dir, branch string) string {
 	}
 	hash := r.Commit(t, "ferry test: "+filepath.Base(dir))
 	r.PushHead(t, "origin", branch, gittest.Auth{User: AdminUser, Password: g.AdminToken})
-	g.waitPushed(t, owner, repo, branch, hash)
+	g.WaitPushed(t, owner, repo, branch, hash)
 	return hash
 }
 
-// waitPushed waits until Gitea's API shows branch at hash and the
+// WaitPushed waits until Gitea's API shows branch at hash and the
 // repository no longer empty. Gitea handles a push's effects on the
 // database (the empty flag, the branch table) in a queue after the push
 // returns, so an API call made at once (creating a release, a pull
 // request) can still find the repository empty.
-func (g *Gitea) waitPushed(t testing.TB, owner, repo, branch, hash string) {
+func (g *Gitea) WaitPushed(t testing.TB, owner, repo, branch, hash string) {
 	t.Helper()
 	c := g.Client(t, g.AdminToken)
 	deadline := time.Now().Add(30 * time.Second)
