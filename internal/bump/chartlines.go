@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -238,4 +240,9 @@ func rewriteLine(data []byte, line int, field, old, new string) ([]byte, error) 
 	out = append(out, new...)
 	out = append(out, data[valueEnd:]...)
 	return out, nil
+}
+
+// readFile reads a file of root by its slash path.
+func readFile(root, rel string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
 }

@@ -8,9 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -186,15 +183,6 @@ func ScanCharts(ctx context.Context, repo *config.Repo, root string, o ChartOpti
 	return s, nil
 }
 
-// chartOf is a pin's chart name: its chart, or the last element of an
-// OCIRepository's URL.
-func chartOf(p config.ChartPin) string {
-	if p.Source.Chart != "" {
-		return p.Source.Chart
-	}
-	return path.Base(strings.TrimSuffix(p.Source.URL, "/"))
-}
-
 // keySalt keys the digests of passwords in sourceKey: they are never
 // comparable across runs.
 var keySalt = func() []byte {
@@ -266,16 +254,20 @@ func pickVersion(lp *located, l listing, rules []config.ChartRuleConfig) (move *
 	if l.err != nil {
 		return nil, "", nil, l.err
 	}
-	chart := chartOf(p)
+	chart := helm.ChartName(p.Source)
 	var versions []*semver.Version
-	var bad []string
+	var valid, bad []string
 	for _, s := range l.versions {
 		v, err := semver.NewVersion(s)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("%q", s))
 			continue
 		}
-		versions = append(versions, v)
+		versions, valid = append(versions, v), append(valid, s)
+	}
+	have := "it has no version"
+	if len(valid) > 0 {
+		have = "it has " + helm.SummarizeVersions(valid)
 	}
 	if len(bad) > 0 {
 		warns = append(warns, fmt.Sprintf("%s (%s): the versions of chart %s at %s include %s, not semantic versions; skipped",
@@ -288,7 +280,7 @@ func pickVersion(lp *located, l listing, rules []config.ChartRuleConfig) (move *
 		}
 		best := newestAllowed(versions, c, nil, false)
 		if best == nil {
-			return nil, "", warns, fmt.Errorf("%s range %q matches none of the versions of chart %s (%s)", p.Field, p.Version, chart, newestFew(versions))
+			return nil, "", warns, fmt.Errorf("%s range %q matches none of the versions of chart %s (%s)", p.Field, p.Version, chart, have)
 		}
 		return nil, fmt.Sprintf("range %q floats; it matches %s now", p.Version, best.Original()), warns, nil
 	}
@@ -306,7 +298,7 @@ func pickVersion(lp *located, l listing, rules []config.ChartRuleConfig) (move *
 	}
 	best := newestAllowed(versions, c, ignore, pre || cur.Prerelease() != "")
 	if best == nil {
-		return nil, "", warns, fmt.Errorf("%s: range %q matches none of the versions of chart %s (%s)", by, rng, chart, newestFew(versions))
+		return nil, "", warns, fmt.Errorf("%s: range %q matches none of the versions of chart %s (%s)", by, rng, chart, have)
 	}
 	if !best.GreaterThan(cur) {
 		return nil, "", warns, nil
@@ -369,28 +361,4 @@ func newestAllowed(versions []*semver.Version, c *semver.Constraints, ignore []*
 		}
 	}
 	return best
-}
-
-// newestFew names the newest few versions, for an error.
-func newestFew(versions []*semver.Version) string {
-	if len(versions) == 0 {
-		return "it has no version"
-	}
-	vs := slices.Clone(versions)
-	slices.SortFunc(vs, func(a, b *semver.Version) int { return b.Compare(a) })
-	const shown = 5
-	var names []string
-	for i, v := range vs {
-		if i == shown {
-			names = append(names, fmt.Sprintf("and %d older", len(vs)-shown))
-			break
-		}
-		names = append(names, v.Original())
-	}
-	return "it has " + strings.Join(names, ", ")
-}
-
-// readFile reads a file of root by its slash path.
-func readFile(root, rel string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
 }

@@ -3,7 +3,6 @@ package bump
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -114,9 +113,7 @@ func (s *ChartScan) Err() error {
 }
 
 // WorkTree reads a file of the work tree at Root, by slash path.
-func (s *Scan) WorkTree(file string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(s.Root, filepath.FromSlash(file)))
-}
+func (s *Scan) WorkTree(file string) ([]byte, error) { return readFile(s.Root, file) }
 
 // WorkTreeUpdates are the scan's updates made from the work tree's
 // files: one per policy and per chart, or grouped.

@@ -108,13 +108,14 @@ func pick(idx *repoIndex, chart, version string, c *semver.Constraints) (*indexe
 	}
 	best := newest(c, versions)
 	if best == "" {
-		return nil, reason(ErrNotFound, "no version matches (the index has %s)", summarize(versions))
+		return nil, reason(ErrNotFound, "no version matches (the index has %s)", SummarizeVersions(versions))
 	}
 	return offered[slices.Index(versions, best)], nil
 }
 
-// summarize names the newest few of versions, for an error message.
-func summarize(versions []string) string {
+// SummarizeVersions names the newest few of versions, for an error
+// message: "2.0.0, 1.9.0, ... and 12 older".
+func SummarizeVersions(versions []string) string {
 	vs := slices.Clone(versions)
 	slices.SortFunc(vs, func(a, b string) int {
 		va, ea := semver.NewVersion(a)

@@ -43,7 +43,7 @@ func (s *Sources) fetchOCI(ctx context.Context, src ChartSource) (*Fetched, erro
 		version = src.Digest
 	}
 	fail := func(version string, err error) error {
-		return &FetchError{Chart: chartName(src), Version: version, Source: redact(ociArtifact(src)), Err: err}
+		return &FetchError{Chart: ChartName(src), Version: version, Source: redact(ociArtifact(src)), Err: err}
 	}
 	repo, nopts, err := ociRepository(src)
 	if err != nil {
@@ -72,7 +72,7 @@ func (s *Sources) fetchOCI(ctx context.Context, src ChartSource) (*Fetched, erro
 				return nil, fail(version, acc.error(repo.RegistryStr(), repo.String(), err))
 			}
 			if tag = newest(c, tags); tag == "" {
-				return nil, fail(version, reason(ErrNotFound, "no tag matches (the repository has %s)", summarize(tags)))
+				return nil, fail(version, reason(ErrNotFound, "no tag matches (the repository has %s)", SummarizeVersions(tags)))
 			}
 			version = tag
 		}
@@ -127,9 +127,9 @@ func registryOrigin(reg name.Registry) (string, error) {
 	return origin.Join(reg.Scheme(), reg.RegistryStr())
 }
 
-// chartName is the chart's name for messages: the chart, or the last
+// ChartName is the chart's name for messages: the chart, or the last
 // element of the artifact's URL.
-func chartName(src ChartSource) string {
+func ChartName(src ChartSource) string {
 	if src.Chart != "" {
 		return src.Chart
 	}

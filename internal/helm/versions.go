@@ -44,7 +44,7 @@ func (s *Sources) Versions(ctx context.Context, src ChartSource) ([]string, erro
 		return out, nil
 	case OCIRepository:
 		fail := func(err error) error {
-			return &FetchError{Chart: chartName(src), Source: redact(ociArtifact(src)), Err: err}
+			return &FetchError{Chart: ChartName(src), Source: redact(ociArtifact(src)), Err: err}
 		}
 		repo, _, err := ociRepository(src)
 		if err != nil {
