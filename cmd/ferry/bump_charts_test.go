@@ -247,6 +247,16 @@ type dryRunJSON struct {
 	Floating []string `json:"floating"`
 }
 
+// parseDryRun reads the JSON of bump --dry-run --format json.
+func parseDryRun(t *testing.T, stdout string) dryRunJSON {
+	t.Helper()
+	var got dryRunJSON
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	return got
+}
+
 // moves lists a dry run's changes as "object field old->new file:line".
 func (d dryRunJSON) moves() []string {
 	var out []string
@@ -288,10 +298,7 @@ func TestBumpCharts(t *testing.T) {
 		if res.code != exitOK {
 			t.Fatalf("exit %d\nstderr:\n%s", res.code, res.stderr)
 		}
-		var got dryRunJSON
-		if err := json.Unmarshal([]byte(res.stdout), &got); err != nil {
-			t.Fatalf("%v\n%s", err, res.stdout)
-		}
+		got := parseDryRun(t, res.stdout)
 		want := []string{
 			"HelmChart/apps/web-hc spec.version 1.0.0->1.1.0 apps/app.yaml:38",
 			"HelmRelease/apps/web-http spec.chart.spec.version 1.0.0->1.1.0 apps/app.yaml:74",
@@ -430,10 +437,7 @@ func TestBumpCharts(t *testing.T) {
 		if res.code != exitOK {
 			t.Fatalf("exit %d\nstderr:\n%s", res.code, res.stderr)
 		}
-		var got dryRunJSON
-		if err := json.Unmarshal([]byte(res.stdout), &got); err != nil {
-			t.Fatal(err)
-		}
+		got := parseDryRun(t, res.stdout)
 		want := []string{
 			"HelmChart/apps/web-hc spec.version 1.0.0->1.1.0 apps/app.yaml:38",
 			"HelmRelease/apps/web-http spec.chart.spec.version 1.0.0->1.1.0 apps/app.yaml:74",
@@ -689,10 +693,7 @@ spec:
 	if res.code != exitError {
 		t.Fatalf("exit %d, want %d\nstderr:\n%s", res.code, exitError, res.stderr)
 	}
-	var got dryRunJSON
-	if err := json.Unmarshal([]byte(res.stdout), &got); err != nil {
-		t.Fatalf("%v\n%s", err, res.stdout)
-	}
+	got := parseDryRun(t, res.stdout)
 	// The good ones still move.
 	if n := len(got.moves()); n != 4 {
 		t.Errorf("%d moves, want the fleet's 4: %q", n, got.moves())
