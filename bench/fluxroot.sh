@@ -4,7 +4,9 @@
 # bench/genbump.sh): the flux-system GitRepository and Kustomization, as
 # `flux bootstrap` writes them, and clusters/prod/charts.yaml, the OCI
 # HelmRepository "charts" on REGISTRY (host:port, plain HTTP). The
-# caller writes clusters/prod/kustomization.yaml. Sourced, not run.
+# caller writes clusters/prod/kustomization.yaml. flux_team REPO TEAM
+# writes clusters/prod/TEAM.yaml, the Flux Kustomization of ./apps/TEAM.
+# Sourced, not run.
 flux_root() {
   local repo=$1 registry=$2
   mkdir -p "$repo/clusters/prod/flux-system"
@@ -35,5 +37,17 @@ spec:
   interval: 1h
   url: oci://$registry/charts
   insecure: true
+Y
+}
+flux_team() {
+  cat > "$1/clusters/prod/$2.yaml" <<Y
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: $2, namespace: flux-system}
+spec:
+  interval: 10m
+  path: ./apps/$2
+  prune: true
+  sourceRef: {kind: GitRepository, name: flux-system}
 Y
 }

@@ -159,16 +159,7 @@ flux_root "$repo" "$registry"
   printf '  - %s.yaml\n' "${teams[@]}"
 } > "$repo/clusters/prod/kustomization.yaml"
 for t in "${teams[@]}"; do
-  cat > "$repo/clusters/prod/$t.yaml" <<Y
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: $t, namespace: flux-system}
-spec:
-  interval: 10m
-  path: ./apps/$t
-  prune: true
-  sourceRef: {kind: GitRepository, name: flux-system}
-Y
+  flux_team "$repo" "$t"
   mkdir -p "$repo/apps/$t"
   printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n' "$t" > "$repo/apps/$t/namespace.yaml"
   printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - namespace.yaml\n' > "$repo/apps/$t/kustomization.yaml"

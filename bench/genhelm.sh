@@ -28,16 +28,7 @@ flux_root "$repo" "$registry"
 } > "$repo/clusters/prod/kustomization.yaml"
 for t in "${teams[@]}"; do
   echo "  - $t.yaml" >> "$dir/teams.list"
-  cat > "$repo/clusters/prod/$t.yaml" <<Y
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: $t, namespace: flux-system}
-spec:
-  interval: 10m
-  path: ./apps/$t
-  prune: true
-  sourceRef: {kind: GitRepository, name: flux-system}
-Y
+  flux_team "$repo" "$t"
   mkdir -p "$repo/apps/$t/values"
   cat > "$repo/apps/$t/namespaces.yaml" <<Y
 apiVersion: v1
