@@ -166,3 +166,39 @@ func TestWireValues(t *testing.T) {
 		t.Error("a channel crossed the wire")
 	}
 }
+
+// TestCrashBudget words the crashes of a child past its caps, as the
+// runtime prints them, as the budgets they ran past; any other crash is
+// no budget's.
+func TestCrashBudget(t *testing.T) {
+	limits := budget.Limits{}.Fill()
+	for _, tc := range []struct{ stderr, limit string }{
+		{"runtime: out of memory: cannot allocate 268435456-byte block (8388608 in use)\nfatal error: out of memory\n", "renderMemory"},
+		{"fatal error: runtime: cannot allocate memory\n", "renderMemory"},
+		// cgo: a new thread's stack mapped past RLIMIT_DATA.
+		{"runtime/cgo: pthread_create failed: Resource temporarily unavailable\nSIGABRT: abort\nPC=0x7f39fba60eec m=3 sigcode=18446744073709551610\n", "renderMemory"},
+		{"runtime: failed to create new OS thread (have 7 already; errno=12)\nruntime: may need to increase max user processes (ulimit -u)\nfatal error: newosproc\n", "renderMemory"},
+		{"runtime: goroutine stack exceeds 1000000-byte limit\nfatal error: stack overflow\n", "templateStack"},
+		{"runtime: failed to create new OS thread (have 7 already; errno=11)\nfatal error: newosproc\n", ""},
+		{"panic: assignment to entry in nil map\n", ""},
+		{"", ""},
+	} {
+		over := crashBudget("templates", limits, tc.stderr)
+		got := ""
+		if over != nil {
+			got = over.Limit
+		}
+		if got != tc.limit {
+			t.Errorf("crashBudget(%q) = %q, want %q", tc.stderr, got, tc.limit)
+		}
+	}
+	for stderr, want := range map[string]string{
+		"runtime/cgo: pthread_create failed: Resource temporarily unavailable\nSIGABRT: abort\n": "runtime/cgo: pthread_create failed: Resource temporarily unavailable",
+		"goroutine 1 [running]:\npanic: boom\n":                                                  "panic: boom",
+		"SIGSEGV\n":                                                                              "no message",
+	} {
+		if got := firstFatal(stderr); got != want {
+			t.Errorf("firstFatal(%q) = %q, want %q", stderr, got, want)
+		}
+	}
+}

@@ -204,13 +204,26 @@ func (s *Sandbox) crashed(w *sandboxChild, stage string, limits budget.Limits, e
 		return &budget.Exceeded{What: stage, Doing: "the release renders more than", Limit: "renderedBytes", Value: budget.Size(limits.RenderedBytes)}
 	}
 	last := w.stderr.String()
-	switch {
-	case strings.Contains(last, "stack exceeds") || strings.Contains(last, "stack overflow"):
-		return tooDeep(stage, limits)
-	case strings.Contains(last, "out of memory") || strings.Contains(last, "cannot allocate memory"):
-		return tooLarge(stage, limits)
+	if over := crashBudget(stage, limits, last); over != nil {
+		return over
 	}
 	return &childError{stage: stage, state: fmt.Sprint(w.cmd.ProcessState), last: firstFatal(last)}
+}
+
+// crashBudget is the budget a child's crash at stage says it ran past,
+// from its stderr, or nil: the stack, or the data cap (an allocation of
+// the heap, or the stack of a new thread, which cgo's pthread_create
+// fails with EAGAIN and the runtime's own clone with ENOMEM).
+func crashBudget(stage string, limits budget.Limits, stderr string) *budget.Exceeded {
+	switch {
+	case strings.Contains(stderr, "stack exceeds") || strings.Contains(stderr, "stack overflow"):
+		return tooDeep(stage, limits)
+	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
+		strings.Contains(stderr, "pthread_create failed") ||
+		strings.Contains(stderr, "failed to create new OS thread") && strings.Contains(stderr, "errno=12"):
+		return tooLarge(stage, limits)
+	}
+	return nil
 }
 
 // childError is a child that stopped answering for no budget's reason.
@@ -223,7 +236,7 @@ func (e *childError) Error() string {
 // firstFatal is the line of a crashed child that says why.
 func firstFatal(stderr string) string {
 	for _, l := range strings.Split(stderr, "\n") {
-		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") {
+		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "runtime/cgo:") {
 			if len(l) > 200 {
 				l = l[:200] + "..."
 			}
