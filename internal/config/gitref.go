@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/gitrepo"
+	"github.com/ferry-ci/ferry/internal/scratch"
 )
 
 // A GitRepository whose spec.url is this repository's, but whose
@@ -358,20 +360,16 @@ func fetchLine(ref gitRef) string {
 }
 
 // exportCommit writes the repository's folder of commit into a folder
-// of the Repo's own (each commit once), removed by Close.
+// of the Repo's own (each commit once, in memory when it can: package
+// scratch), removed by Close.
 func (r *Repo) exportCommit(ctx context.Context, s *selfGit, commit string) (string, error) {
 	if dir, ok := r.exports[commit]; ok {
 		return dir, nil
 	}
-	if r.exportDir == "" {
-		d, err := os.MkdirTemp("", "ferry-ref-")
-		if err != nil {
-			return "", err
-		}
-		r.exportDir = d
-	}
-	dir := filepath.Join(r.exportDir, commit)
-	if err := s.g.Export(ctx, commit, s.folder, dir); err != nil {
+	dir, err := scratch.Fill("ferry-ref-", func(dir string) error {
+		return s.g.Export(ctx, commit, s.folder, dir)
+	})
+	if err != nil {
 		return "", err
 	}
 	if r.exports == nil {
@@ -385,12 +383,15 @@ func (r *Repo) exportCommit(ctx context.Context, s *selfGit, commit string) (str
 // repository its targets render from. Their renders fail afterwards;
 // what was rendered stays readable.
 func (r *Repo) Close() error {
-	if r == nil || r.exportDir == "" {
+	if r == nil {
 		return nil
 	}
-	err := os.RemoveAll(r.exportDir)
-	r.exportDir, r.exports = "", nil
-	return err
+	var errs []error
+	for _, dir := range r.exports {
+		errs = append(errs, os.RemoveAll(dir))
+	}
+	r.exports = nil
+	return errors.Join(errs...)
 }
 
 // syncSourceRefs are the URLs and the refs of the GitRepositories that

@@ -183,8 +183,7 @@ type Repo struct {
 	syncRefs   map[string]bool   // their refs (gitRef.key)
 	urls       map[string]bool   // selfURLs
 	clone      *selfGit          // the clone holding the checkout
-	exportDir  string            // where the exports are, "" until the first
-	exports    map[string]string // by commit
+	exports    map[string]string // export folders by commit (exportCommit)
 }
 
 // Load reads ferry.yaml and, when it declares no targets, discovers them

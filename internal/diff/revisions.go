@@ -20,6 +20,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/render"
 	"github.com/ferry-ci/ferry/internal/risk"
+	"github.com/ferry-ci/ferry/internal/scratch"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
@@ -215,40 +216,37 @@ func open(ctx context.Context, opts Options) (*revisions, string, string, error)
 	if len(rv.changed) == 0 {
 		return rv, "", "", nil
 	}
-	rv.dir, err = os.MkdirTemp("", "ferry-diff-")
+	// Both trees are exported at once, the head through a handle of its
+	// own (a go-git Repository is not for concurrent use), in memory
+	// when the machine has room (package scratch).
+	rv.dir, err = scratch.Fill("ferry-diff-", func(dir string) error {
+		bdir, hdir := filepath.Join(dir, "base"), filepath.Join(dir, "head")
+		var herr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			g2, err := gitrepo.Open(opts.Repo)
+			if err == nil {
+				err = g2.Export(ctx, hh, prefix, hdir)
+			}
+			if err == nil {
+				err = writeOverlay(hdir, opts.HeadFiles)
+			}
+			if err != nil {
+				herr = fmt.Errorf("head revision: %w", err)
+			}
+		}()
+		berr := g.Export(ctx, bh, prefix, bdir)
+		<-done
+		if berr != nil {
+			return fmt.Errorf("base revision: %w", berr)
+		}
+		return herr
+	})
 	if err != nil {
 		return nil, "", "", err
 	}
-	bdir, hdir := filepath.Join(rv.dir, "base"), filepath.Join(rv.dir, "head")
-	// Both trees are exported at once, the head through a handle of its
-	// own (a go-git Repository is not for concurrent use).
-	var herr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		g2, err := gitrepo.Open(opts.Repo)
-		if err == nil {
-			err = g2.Export(ctx, hh, prefix, hdir)
-		}
-		if err != nil {
-			herr = fmt.Errorf("head revision: %w", err)
-		}
-	}()
-	berr := g.Export(ctx, bh, prefix, bdir)
-	<-done
-	if berr != nil {
-		rv.cleanup()
-		return nil, "", "", fmt.Errorf("base revision: %w", berr)
-	}
-	if herr != nil {
-		rv.cleanup()
-		return nil, "", "", herr
-	}
-	if err := writeOverlay(hdir, opts.HeadFiles); err != nil {
-		rv.cleanup()
-		return nil, "", "", fmt.Errorf("head revision: %w", err)
-	}
-	return rv, bdir, hdir, nil
+	return rv, filepath.Join(rv.dir, "base"), filepath.Join(rv.dir, "head"), nil
 }
 
 // overlayChanged are the paths of files, relative to the Git work

@@ -171,39 +171,56 @@ func (g *Repo) Export(ctx context.Context, rev, prefix, dir string) error {
 		return err
 	}
 	defer out.Close()
-	walker := object.NewTreeWalker(t, true, nil)
-	defer walker.Close()
-	for {
+	return g.exportTree(ctx, t, out, "", rev)
+}
+
+// exportTree writes the entries of t into out, a folder of their own
+// opened once: each file is then one create in it, not a walk from the
+// top (a fleet's tree is hundreds of files a few folders deep). name is
+// t's path, for errors.
+func (g *Repo) exportTree(ctx context.Context, t *object.Tree, out *confine.Dir, name, rev string) error {
+	for _, entry := range t.Entries {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		name, entry, err := walker.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("walking the tree of %s: %w", shortRev(rev), err)
-		}
-		dst := filepath.FromSlash(name)
+		at := path.Join(name, entry.Name)
+		var err error
 		switch entry.Mode {
 		case filemode.Dir:
-			err = out.MkdirAll(dst, 0o700)
+			if err = g.exportSub(ctx, entry, out, at, rev); err != nil {
+				return err // named where it happened
+			}
 		case filemode.Submodule:
 		case filemode.Symlink:
 			var target []byte
 			if target, err = blobBytes(g.r, entry.Hash); err == nil {
-				err = out.Symlink(string(target), dst)
+				err = out.Symlink(string(target), entry.Name)
 			}
 		default:
 			var b []byte
 			if b, err = blobBytes(g.r, entry.Hash); err == nil {
-				err = out.Create(dst, b, 0o600)
+				err = out.Create(entry.Name, b, 0o600)
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("%s at %s: %w", name, shortRev(rev), err)
+			return fmt.Errorf("%s at %s: %w", at, shortRev(rev), err)
 		}
 	}
+	return nil
+}
+
+// exportSub writes the folder entry of out, named at.
+func (g *Repo) exportSub(ctx context.Context, entry object.TreeEntry, out *confine.Dir, at, rev string) error {
+	sub, err := g.r.TreeObject(entry.Hash)
+	if err != nil {
+		return fmt.Errorf("walking the tree of %s: %s: %w", shortRev(rev), at, err)
+	}
+	d, err := out.Sub(entry.Name, 0o700)
+	if err != nil {
+		return fmt.Errorf("%s at %s: %w", at, shortRev(rev), err)
+	}
+	defer d.Close()
+	return g.exportTree(ctx, sub, d, at, rev)
 }
 
 func blobBytes(r *git.Repository, h plumbing.Hash) ([]byte, error) {

@@ -30,6 +30,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/inputprovider"
 	"github.com/ferry-ci/ferry/internal/manifest"
 	"github.com/ferry-ci/ferry/internal/ocisig"
+	"github.com/ferry-ci/ferry/internal/scratch"
 	"github.com/ferry-ci/ferry/internal/secrets"
 )
 
@@ -212,20 +213,18 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 		// fluxcd/pkg/kustomize's generator reads the path from disk, so
 		// the artifact is written to a private folder: the files as
 		// committed (encrypted ones stay encrypted; they are decrypted as
-		// kustomize reads them, like any other), removed when Build
+		// kustomize reads them, like any other), in memory when it can
+		// (package scratch), removed when Build
 		// returns, even when ctx ends first.
 		var err error
 		if tree, err = spec.Artifact.build(ctx); err != nil {
 			return nil, fmt.Errorf("target %q: %w", spec.Name, err)
 		}
-		dir, err := os.MkdirTemp("", "ferry-artifact-")
+		dir, err := scratch.Fill("ferry-artifact-", tree.write)
 		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		if err := tree.write(dir); err != nil {
 			return nil, fmt.Errorf("target %q: artifact %q: %w", spec.Name, spec.Artifact.Name, err)
 		}
+		defer os.RemoveAll(dir)
 		spec.Root = dir
 	}
 	done := make(chan built, 1)

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package scratch
+
+// memoryDir is "": outside Linux, os.TempDir it is.
+func memoryDir() string { return "" }
