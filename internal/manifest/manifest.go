@@ -2,9 +2,13 @@ package manifest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -63,13 +67,29 @@ func (s *Set) Get(id ID) *unstructured.Unstructured {
 }
 
 // YAML encodes the set as one YAML stream, documents separated by "---".
+// The objects are encoded on every core, each into its own document.
 func (s *Set) YAML() ([]byte, error) {
-	var buf bytes.Buffer
-	for i, o := range s.Objects {
-		b, err := YAML(o)
-		if err != nil {
-			return nil, err
-		}
+	docs := make([][]byte, len(s.Objects))
+	errs := make([]error, len(s.Objects))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(s.Objects)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(s.Objects); i = int(next.Add(1)) - 1 {
+				docs[i], errs[i] = YAML(s.Objects[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	size := 0
+	for _, b := range docs {
+		size += len(b) + 4
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	for i, b := range docs {
 		if i > 0 {
 			buf.WriteString("---\n")
 		}

@@ -12,6 +12,7 @@ import (
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/resource"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -27,6 +28,10 @@ type substituter struct {
 	without []string
 	// unresolved collects the names of the variables left as written.
 	unresolved map[string]bool
+	// namesValid: every variable's name is one Flux accepts, so an
+	// object substitution cannot change is left as it is (mayChange) (Flux refuses a bad
+	// name on every object, so then each one goes through it).
+	namesValid bool
 }
 
 // substitution prepares Flux's postBuild variable substitution: it loads
@@ -61,6 +66,10 @@ func substitution(ctx context.Context, spec Spec) (*substituter, error) {
 	}
 	for k, v := range inline {
 		merged[k] = v
+	}
+	s.namesValid = true
+	for k := range merged {
+		s.namesValid = s.namesValid && varName.MatchString(k)
 	}
 	s.ks = ks.DeepCopy()
 	unstructured.RemoveNestedField(s.ks.Object, "spec", "postBuild", "substituteFrom")
@@ -123,6 +132,12 @@ var varName = regexp.MustCompile(`^[_[:alpha:]][_[:alpha:][:digit:]]*$`)
 // without a substituteFrom object, a variable nothing defines is left as
 // written (${NAME}) and recorded, where Flux would empty it.
 func (s *substituter) apply(ctx context.Context, r *resource.Resource) (*resource.Resource, error) {
+	if s.namesValid && !mayChange(r.YNode()) {
+		// Nothing to substitute: Flux would give the object back as it
+		// is, through a YAML and JSON round trip that changes nothing
+		// the render's own conversion to JSON keeps.
+		return r, nil
+	}
 	if len(s.without) == 0 {
 		return fluxkustomize.SubstituteVariables(ctx, nil, *s.ks, r, fluxkustomize.SubstituteWithDryRun(true))
 	}
@@ -158,6 +173,30 @@ func (s *substituter) apply(ctx context.Context, r *resource.Resource) (*resourc
 		return nil, fmt.Errorf("UnmarshalJSON: %w", err)
 	}
 	return r, nil
+}
+
+// mayChange says whether Flux's substitution could change the object
+// below n: a key or value holds a "$" (the start of any expression
+// envsubst expands), an alias, or an integer longer than 15 digits (its
+// YAML and JSON round trip takes numbers through float64, which holds
+// every integer of up to 15 digits exactly, and not every longer one).
+func mayChange(n *kyaml.Node) bool {
+	if n == nil {
+		return false
+	}
+	switch n.Kind {
+	case kyaml.ScalarNode:
+		return strings.Contains(n.Value, "$") ||
+			n.ShortTag() == kyaml.NodeTagInt && len(strings.TrimLeft(n.Value, "+-")) > 15
+	case kyaml.AliasNode:
+		return true
+	}
+	for _, c := range n.Content {
+		if mayChange(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // varRef is a ${NAME...} expression, with the run of $ before it: an odd
