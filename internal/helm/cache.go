@@ -4,14 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ferry-ci/ferry/internal/diskcache"
 )
 
 // group runs one function per key at a time and keeps its result: calls
@@ -154,25 +154,7 @@ func (s *store) putIndex(repoURL string, b []byte, at time.Time) error {
 // writeFile writes b to p through a temporary file in the same folder,
 // so that readers (another run sharing the cache) never see half a file.
 func writeFile(p string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("chart cache: %w", err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("chart cache: %w", err)
-	}
-	_, werr := f.Write(b)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(f.Name())
-		return fmt.Errorf("chart cache: %w", err)
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		_ = os.Remove(f.Name())
-		return fmt.Errorf("chart cache: %w", err)
-	}
-	if err := os.Rename(f.Name(), p); err != nil {
-		_ = os.Remove(f.Name())
+	if err := diskcache.WriteFile(p, b); err != nil {
 		return fmt.Errorf("chart cache: %w", err)
 	}
 	return nil

@@ -1,21 +1,18 @@
 package helm
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-ci/ferry/internal/budget"
+	"github.com/ferry-ci/ferry/internal/diskcache"
 )
 
 // RenderCache keeps chart renders by everything a render takes: the
@@ -25,31 +22,23 @@ import (
 // a release alike render it once.
 //
 // Renders are kept in memory for the run and, with a folder, on disk for
-// later runs (a CI cache restored):
-//
-//	<dir>/renders/<2 hex>/<sha256 of the key>.json
-//
+// later runs (a CI cache restored), in <dir>/renders (package diskcache:
+// checked on reading, written whole, kept under DefaultRenderCacheSize).
 // Only renders whose values hold no Secret's or decrypted value are
-// written (RenderOptions.Keep); a file is a header line, the SHA-256 of
-// its payload and the payload, written whole (a temporary file renamed).
-// A file that does not read back whole and intact is ignored and written
-// again. The folder is kept under a size (DefaultRenderCacheSize): once
-// per run, the files least recently used go first. Charts from a folder
-// (no archive digest) are not kept.
+// written (RenderOptions.Keep). Charts from a folder (no archive digest)
+// are not kept.
 type RenderCache struct {
-	dir  string
-	max  int64
+	disk *diskcache.Store
 	mu   sync.Mutex
 	mem  map[string]*Rendered
-	trim sync.Once
 }
 
 // DefaultRenderCacheSize bounds the renders kept on disk.
 const DefaultRenderCacheSize = 512 << 20
 
-// renderCacheHeader starts every kept render: a render of another
+// renderCacheLayout starts every kept render: a render of another
 // layout is not read.
-const renderCacheHeader = "ferry-render/1\n"
+const renderCacheLayout = "ferry-render/1"
 
 // NewRenderCache returns a cache kept under dir (in memory only when dir
 // is empty), bounded to max bytes on disk (DefaultRenderCacheSize when
@@ -58,7 +47,11 @@ func NewRenderCache(dir string, max int64) *RenderCache {
 	if max <= 0 {
 		max = DefaultRenderCacheSize
 	}
-	return &RenderCache{dir: dir, max: max, mem: map[string]*Rendered{}}
+	c := &RenderCache{mem: map[string]*Rendered{}}
+	if dir != "" {
+		c.disk = diskcache.New(filepath.Join(dir, "renders"), renderCacheLayout, ".json", max)
+	}
+	return c
 }
 
 // helmModule is the version of the Helm library that renders, part of
@@ -113,10 +106,6 @@ type keptHook struct {
 	Source    string
 }
 
-func (c *RenderCache) path(key string) string {
-	return filepath.Join(c.dir, "renders", key[:2], key+".json")
-}
-
 // get returns a copy of the render kept under key: callers may change it.
 func (c *RenderCache) get(key string) (*Rendered, bool) {
 	c.mu.Lock()
@@ -125,21 +114,15 @@ func (c *RenderCache) get(key string) (*Rendered, bool) {
 	if ok {
 		return copyRendered(r), true
 	}
-	if c.dir == "" {
-		return nil, false
-	}
-	p := c.path(key)
-	b, err := os.ReadFile(p)
-	if err != nil {
+	b, ok := c.disk.Get(key)
+	if !ok {
 		return nil, false
 	}
 	r, ok = decodeKept(b)
 	if !ok {
-		_ = os.Remove(p) // written again after the render
+		c.disk.Drop(key) // written again after the render
 		return nil, false
 	}
-	now := time.Now()
-	_ = os.Chtimes(p, now, now) // recently used: trimmed last
 	c.mu.Lock()
 	c.mem[key] = r
 	c.mu.Unlock()
@@ -151,7 +134,7 @@ func (c *RenderCache) put(key string, r *Rendered, keep bool) {
 	c.mu.Lock()
 	c.mem[key] = copyRendered(r)
 	c.mu.Unlock()
-	if c.dir == "" || !keep {
+	if c.disk == nil || !keep {
 		return
 	}
 	k := keptRender{Chart: r.Chart, Version: r.Version, Name: r.Name, Namespace: r.Namespace, Sources: r.Sources}
@@ -165,29 +148,12 @@ func (c *RenderCache) put(key string, r *Rendered, keep bool) {
 	if err != nil {
 		return
 	}
-	sum := sha256.Sum256(payload)
-	var b bytes.Buffer
-	b.WriteString(renderCacheHeader)
-	b.WriteString(hex.EncodeToString(sum[:]))
-	b.WriteByte('\n')
-	b.Write(payload)
-	if writeFile(c.path(key), b.Bytes()) == nil {
-		c.trim.Do(c.trimDisk)
-	}
+	c.disk.Put(key, payload)
 }
 
 // decodeKept reads a kept render back, or false when the file is not
 // whole and intact.
-func decodeKept(b []byte) (*Rendered, bool) {
-	rest, ok := bytes.CutPrefix(b, []byte(renderCacheHeader))
-	if !ok || len(rest) < sha256.Size*2+1 || rest[sha256.Size*2] != '\n' {
-		return nil, false
-	}
-	payload := rest[sha256.Size*2+1:]
-	sum := sha256.Sum256(payload)
-	if hex.EncodeToString(sum[:]) != string(rest[:sha256.Size*2]) {
-		return nil, false
-	}
+func decodeKept(payload []byte) (*Rendered, bool) {
 	var k keptRender
 	if err := json.Unmarshal(payload, &k); err != nil || len(k.Sources) != len(k.Objects) {
 		return nil, false
@@ -206,42 +172,6 @@ func decodeKept(b []byte) (*Rendered, bool) {
 		r.Hooks = append(r.Hooks, Hook{Object: &unstructured.Unstructured{Object: h.Object}, Pre: h.Pre, Post: h.Post, Source: h.Source})
 	}
 	return r, true
-}
-
-// trimDisk removes the renders least recently used until the folder is
-// under its size.
-func (c *RenderCache) trimDisk() {
-	type file struct {
-		path string
-		size int64
-		used time.Time
-	}
-	var files []file
-	var total int64
-	_ = filepath.WalkDir(filepath.Join(c.dir, "renders"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		files = append(files, file{p, fi.Size(), fi.ModTime()})
-		total += fi.Size()
-		return nil
-	})
-	if total <= c.max {
-		return
-	}
-	slices.SortFunc(files, func(a, b file) int { return a.used.Compare(b.used) })
-	for _, f := range files {
-		if total <= c.max {
-			break
-		}
-		if os.Remove(f.path) == nil {
-			total -= f.size
-		}
-	}
 }
 
 // copyRendered copies r deeply enough that changing the copy's objects
