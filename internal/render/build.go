@@ -60,6 +60,9 @@ type Options struct {
 	// Builds, when set, keeps builds by what they read for every Repo
 	// loaded with these options. Read by config.
 	Builds *Builds
+	// BuildCache, when set, keeps kustomize builds on disk for later
+	// runs, taken again when every file they read is the same.
+	BuildCache *BuildCache
 	// HelmReleases, when set, overrides the helmReleases setting of every
 	// cluster in ferry.yaml: "render" or "controller". Read by config.
 	HelmReleases string
@@ -287,14 +290,16 @@ func prepareKustomize(spec Spec) (*kustomizeInput, error) {
 }
 
 // kustomize runs the kustomize build of in through a new repoFS, which
-// it returns with what the build read.
+// it returns with what the build read, or takes the build opts.BuildCache
+// kept of the same files.
 func (in *kustomizeInput) kustomize(opts Options) (*repoFS, []*resource.Resource, error) {
 	base, err := securefs.MakeFsOnDiskSecure(in.root)
 	if err != nil {
 		return nil, nil, err
 	}
+	probes := newProbeFS(base, in.root)
 	fs := &repoFS{
-		FileSystem: base,
+		FileSystem: probes,
 		root:       in.root,
 		overlay:    map[string][]byte{filepath.Clean(in.kfile): in.kdata},
 		decryptor:  opts.Decryptor,
@@ -306,7 +311,14 @@ func (in *kustomizeInput) kustomize(opts Options) (*repoFS, []*resource.Resource
 	if fs.decryptor == nil {
 		fs.decryptor = secrets.NewDecryptor(nil)
 	}
+	key := opts.BuildCache.key(in, opts)
+	if kept, resources, ok := opts.BuildCache.get(key, fs, probes); ok {
+		return kept, resources, nil
+	}
 	resources, err := kustomizeBuild(fs, in.dir, in.kdata, opts.limits().PatchCopySize)
+	if err == nil {
+		opts.BuildCache.put(key, fs, probes, resources)
+	}
 	return fs, resources, err
 }
 

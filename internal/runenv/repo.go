@@ -50,6 +50,7 @@ func (e *Env) RenderOptions(r Repo, noDecrypt bool) (render.Options, error) {
 		HelmLoaded:       helm.NewLoadedCharts(),
 		HelmRenders:      helm.NewRenderCache(cacheDir, 0),
 		Builds:           render.NewBuilds(),
+		BuildCache:       render.NewBuildCache(cacheDir),
 		InsecureHosts:    r.Insecure,
 		ChartCredentials: e.ChartCredentials(),
 		Workspace:        r.Workspace,
