@@ -53,3 +53,12 @@ func Own() (done func()) {
 	ready = false
 	return mu.Unlock
 }
+
+// Prepare parses the built-in schema in the background, once, so that
+// the first build or scope check that needs it (tens of milliseconds of
+// parsing) finds it ready. Share waits for it.
+func Prepare() {
+	prepare.Do(func() { go Share()() })
+}
+
+var prepare sync.Once

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 )
 
 // ID identifies an object the way the API server does: group, kind,
@@ -100,7 +99,7 @@ func (s *Set) YAML() ([]byte, error) {
 
 // YAML encodes one object as a YAML document.
 func YAML(u *unstructured.Unstructured) ([]byte, error) {
-	b, err := yaml.Marshal(u.Object)
+	b, err := encodeYAML(u.Object)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding YAML: %w", IDOf(u), err)
 	}

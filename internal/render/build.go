@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	securefs "github.com/fluxcd/pkg/kustomize/filesys"
@@ -359,25 +361,11 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range resources {
-		id := resourceID(r)
-		if subst != nil {
-			sub, err := subst.apply(ctx, r)
-			if err != nil {
-				return nil, fmt.Errorf("%s: postBuild substitution: %w", id, err)
-			}
-			if sub != nil { // nil: substitution disabled on this object
-				r = sub
-			}
-		}
-		b, err := objectJSON(&r.RNode)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", id, err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(b); err != nil {
-			return nil, fmt.Errorf("%s: %w", id, err)
-		}
+	objs, err := convertAll(ctx, resources, subst)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range objs {
 		if opts.NoDecrypt && isEncryptedSecret(u) {
 			result.Omitted = append(result.Omitted, manifest.IDOf(u))
 			continue
@@ -391,6 +379,58 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 		result.Without, result.Unresolved = subst.without, subst.unresolvedNames()
 	}
 	return result, nil
+}
+
+// convertAll substitutes the variables of each resource (subst nil: no
+// postBuild) and converts it to an object, on every core: a target's
+// objects are independent of each other. The first failure, in order,
+// is the error.
+func convertAll(ctx context.Context, resources []*resource.Resource, subst *substituter) ([]*unstructured.Unstructured, error) {
+	objs := make([]*unstructured.Unstructured, len(resources))
+	errs := make([]error, len(resources))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(goruntime.GOMAXPROCS(0), len(resources)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(resources) {
+					return
+				}
+				objs[i], errs[i] = convert(ctx, resources[i], subst)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return objs, nil
+}
+
+// convert is one resource of convertAll.
+func convert(ctx context.Context, r *resource.Resource, subst *substituter) (*unstructured.Unstructured, error) {
+	id := resourceID(r)
+	if subst != nil {
+		sub, err := subst.apply(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: postBuild substitution: %w", id, err)
+		}
+		if sub != nil { // nil: substitution disabled on this object
+			r = sub
+		}
+	}
+	b, err := objectJSON(&r.RNode)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	return u, nil
 }
 
 var registeredID = regexp.MustCompile(`may not add resource with an already registered id: ([^.\s]+)\.([^/\s]+)/([^\s]+?)\.(\[noNs\]|[^.\s']+)`)

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/fluxcd/pkg/envsubst"
 	fluxkustomize "github.com/fluxcd/pkg/kustomize"
@@ -26,7 +27,9 @@ type substituter struct {
 	// were gone without (Spec.LeaveMissing); when there are any, the
 	// variables nothing defines are left as written instead of emptied.
 	without []string
-	// unresolved collects the names of the variables left as written.
+	// unresolved collects the names of the variables left as written;
+	// objects are substituted at once (convertAll), so under mu.
+	mu         sync.Mutex
 	unresolved map[string]bool
 	// namesValid: every variable's name is one Flux accepts, so an
 	// object substitution cannot change is left as it is (mayChange) (Flux refuses a bad
@@ -216,13 +219,17 @@ func (s *substituter) escapeUnknown(text string, vars map[string]string) string 
 		if _, ok := vars[name]; ok {
 			return m
 		}
+		s.mu.Lock()
 		s.unresolved[name] = true
+		s.mu.Unlock()
 		return "$" + m
 	})
 }
 
 // unresolvedNames are the variables left as written, sorted.
 func (s *substituter) unresolvedNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return slices.Sorted(maps.Keys(s.unresolved))
 }
 

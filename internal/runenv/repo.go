@@ -11,6 +11,7 @@ import (
 	"github.com/ferry-ci/ferry/internal/gitrepo"
 	"github.com/ferry-ci/ferry/internal/helm"
 	"github.com/ferry-ci/ferry/internal/images"
+	"github.com/ferry-ci/ferry/internal/kschema"
 	"github.com/ferry-ci/ferry/internal/kube"
 	"github.com/ferry-ci/ferry/internal/ocisig"
 	"github.com/ferry-ci/ferry/internal/render"
@@ -41,6 +42,7 @@ type Repo struct {
 // decrypted with the age identities of the environment (see Decryptor),
 // unless noDecrypt.
 func (e *Env) RenderOptions(r Repo, noDecrypt bool) (render.Options, error) {
+	kschema.Prepare() // whatever renders builds or checks scopes with it
 	cacheDir := e.chartCacheDir(r.CacheDir)
 	opts := render.Options{
 		NoDecrypt:        noDecrypt,
