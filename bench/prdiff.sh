@@ -16,11 +16,15 @@
 # The repository's work tree holds the head, as in a CI job.
 #
 # Warm, the headline: one run of each first, then paired alternating
-# rounds. ferry keeps fetched charts in --cache-dir; flate keeps charts
-# and also its helm and kustomize render output under $XDG_CACHE_HOME/flate
-# (here in the work folder), so a warm flate re-renders nothing it has
-# seen: that is flate's design, and a CI cache (its action's cache: true)
-# restores it. Cold: empty caches on both sides at each run.
+# rounds. ferry keeps fetched charts, chart renders and kustomize builds
+# in --cache-dir; flate keeps charts and also its helm and kustomize
+# render output under $XDG_CACHE_HOME/flate (here in the work folder), so
+# a warm run of either re-renders nothing it has seen: a CI cache restores
+# both (actions/cache for ferry, flate's action's cache: true). Cold:
+# empty caches on both sides at each run. ferry's exports of the two
+# revisions go where it puts them in CI (/dev/shm when it is a tmpfs and
+# TMPDIR is unset); flate's base worktree where a workflow checks it out,
+# the work folder on disk.
 #
 # The charts are served by Debian's docker-registry on 127.0.0.1 over
 # HTTPS with a certificate made here: flate reads a source's
