@@ -103,7 +103,7 @@ func parseFluxDocs(file string, data []byte) ([]FluxObject, error) {
 	for sc.Scan() {
 		n++
 		line := sc.Text()
-		if docSeparator.MatchString(line) {
+		if strings.HasPrefix(line, "---") && docSeparator.MatchString(line) {
 			docs = append(docs, cur)
 			cur = &doc{line: n + 1}
 			continue
