@@ -179,6 +179,50 @@ func TestDiffScenarios(t *testing.T) {
 	}
 }
 
+// TestDiffWithKeptBuilds: a diff whose builds come from --cache-dir (a
+// later run: render.BuildCache) reports byte for byte what it reports
+// with no cache, in every scenario; so does a render. A build that read
+// an encrypted file is never kept.
+func TestDiffWithKeptBuilds(t *testing.T) {
+	for _, sc := range diffCases() {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			p, base := newPRRepo(t, sc.example, func(p *scenario) {
+				if sc.setup != nil {
+					sc.setup(t, p)
+				}
+			})
+			sc.change(t, p)
+			head := p.commit("pull request")
+			vars := map[string]string{}
+			if !sc.noKey {
+				vars["SOPS_AGE_KEY"] = exampleKeyText(t)
+			}
+			cache := t.TempDir()
+			for _, args := range [][]string{
+				{"diff", "--repo", p.dir, "--base", base, "--head", head, "--format", "json"},
+				{"render", "--repo", p.dir},
+			} {
+				want := ferry(t, vars, args...)
+				if want.code != 0 && !(sc.noKey && args[0] == "render") { // render needs the key
+					t.Fatalf("%s: exit %d, stderr:\n%s", args[0], want.code, want.stderr)
+				}
+				for _, run := range []string{"first", "later"} {
+					got := ferry(t, vars, append(args, "--cache-dir", cache)...)
+					if got.code != want.code || got.stdout != want.stdout || got.stderr != want.stderr {
+						t.Fatalf("%s, %s run with a cache: exit %d, output differs from a run without one:\n%s\n%s", args[0], run, got.code, got.stdout, got.stderr)
+					}
+				}
+			}
+			// Every target of single-app reads a SOPS file: none is kept.
+			entries, _ := os.ReadDir(filepath.Join(cache, "builds"))
+			if kept := len(entries) > 0; kept != (sc.example == "fleet") {
+				t.Errorf("%d builds kept in --cache-dir of %s", len(entries), sc.example)
+			}
+		})
+	}
+}
+
 // TestDiffExitCodeAndPlan checks --exit-code and that plan lists exactly
 // the targets a change reaches.
 func TestDiffExitCodeAndPlan(t *testing.T) {
