@@ -140,22 +140,30 @@ func diffCases() []diffCase {
 	}
 }
 
+// pullRequest makes sc's pull request: its repository, base and head
+// commits, and the variables of a run (the examples' key unless noKey).
+func (sc diffCase) pullRequest(t *testing.T) (*scenario, string, string, map[string]string) {
+	t.Helper()
+	p, base := newPRRepo(t, sc.example, func(p *scenario) {
+		if sc.setup != nil {
+			sc.setup(t, p)
+		}
+	})
+	sc.change(t, p)
+	head := p.commit("pull request")
+	vars := map[string]string{}
+	if !sc.noKey {
+		vars["SOPS_AGE_KEY"] = exampleKeyText(t)
+	}
+	return p, base, head, vars
+}
+
 // TestDiffScenarios runs ferry diff over pull requests on the examples and
 // compares the three formats with reviewed golden files.
 func TestDiffScenarios(t *testing.T) {
 	for _, sc := range diffCases() {
 		t.Run(sc.name, func(t *testing.T) {
-			p, base := newPRRepo(t, sc.example, func(p *scenario) {
-				if sc.setup != nil {
-					sc.setup(t, p)
-				}
-			})
-			sc.change(t, p)
-			head := p.commit("pull request")
-			vars := map[string]string{}
-			if !sc.noKey {
-				vars["SOPS_AGE_KEY"] = exampleKeyText(t)
-			}
+			p, base, head, vars := sc.pullRequest(t)
 			var outputs []string
 			for _, format := range []string{"text", "json", "markdown"} {
 				res := ferry(t, vars, "diff", "--repo", p.dir, "--base", base, "--head", head, "--format", format)
@@ -187,17 +195,7 @@ func TestDiffWithKeptBuilds(t *testing.T) {
 	for _, sc := range diffCases() {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
-			p, base := newPRRepo(t, sc.example, func(p *scenario) {
-				if sc.setup != nil {
-					sc.setup(t, p)
-				}
-			})
-			sc.change(t, p)
-			head := p.commit("pull request")
-			vars := map[string]string{}
-			if !sc.noKey {
-				vars["SOPS_AGE_KEY"] = exampleKeyText(t)
-			}
+			p, base, head, vars := sc.pullRequest(t)
 			cache := t.TempDir()
 			for _, args := range [][]string{
 				{"diff", "--repo", p.dir, "--base", base, "--head", head, "--format", "json"},
