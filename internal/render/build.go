@@ -219,8 +219,8 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 		// the artifact is written to a private folder: the files as
 		// committed (encrypted ones stay encrypted; they are decrypted as
 		// kustomize reads them, like any other), in memory when it can
-		// (package scratch), removed when Build
-		// returns, even when ctx ends first.
+		// (package scratch), removed when Build returns, even when ctx
+		// ends first.
 		var err error
 		if tree, err = spec.Artifact.build(ctx); err != nil {
 			return nil, fmt.Errorf("target %q: %w", spec.Name, err)
@@ -299,9 +299,15 @@ func (in *kustomizeInput) kustomize(opts Options) (*repoFS, []*resource.Resource
 	if err != nil {
 		return nil, nil, err
 	}
-	probes := newProbeFS(base, in.root)
+	// A build that may be kept records what it asks of the files.
+	key := opts.BuildCache.key(in, opts)
+	var probes *probeFS
+	if key != "" {
+		probes = newProbeFS(base, in.root)
+		base = probes
+	}
 	fs := &repoFS{
-		FileSystem: probes,
+		FileSystem: base,
 		root:       in.root,
 		overlay:    map[string][]byte{filepath.Clean(in.kfile): in.kdata},
 		decryptor:  opts.Decryptor,
@@ -313,7 +319,6 @@ func (in *kustomizeInput) kustomize(opts Options) (*repoFS, []*resource.Resource
 	if fs.decryptor == nil {
 		fs.decryptor = secrets.NewDecryptor(nil)
 	}
-	key := opts.BuildCache.key(in, opts)
 	if kept, resources, ok := opts.BuildCache.get(key, fs, probes); ok {
 		return kept, resources, nil
 	}

@@ -147,8 +147,18 @@ func (c *BuildCache) get(key string, fs *repoFS, probes *probeFS) (*repoFS, []*r
 	if key == "" {
 		return nil, nil, false
 	}
+	// Each question is asked once, however many variants ask it.
+	answers := map[probe]string{}
+	differs := func(q keptProbe) bool {
+		a, ok := answers[probe{q.Op, q.Path}]
+		if !ok {
+			a = probes.answer(q)
+			answers[probe{q.Op, q.Path}] = a
+		}
+		return a != q.Answer
+	}
 	for _, k := range c.variants(key) {
-		if !slices.ContainsFunc(k.Probes, func(q keptProbe) bool { return probes.answer(q) != q.Answer }) {
+		if !slices.ContainsFunc(k.Probes, differs) {
 			out := make([]*resource.Resource, 0, len(k.Objects))
 			for _, o := range k.Objects {
 				rn, err := kyaml.Parse(o)
