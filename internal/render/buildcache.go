@@ -42,8 +42,8 @@ import (
 // files.
 type BuildCache struct {
 	disk *diskcache.Store
-	mu   sync.Mutex // one read-modify-write of a key at a time
-	hits atomic.Int64
+	mu   sync.Mutex   // one read-modify-write of a key at a time
+	hits atomic.Int64 // builds taken from the cache
 }
 
 // DefaultBuildCacheSize bounds the builds kept on disk.
