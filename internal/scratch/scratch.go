@@ -27,21 +27,9 @@ func Fill(pattern string, fill func(dir string) error) (string, error) {
 	return place{memory: memoryDir()}.fill(pattern, fill)
 }
 
-// Mkdir makes a new private folder named by pattern, in memory when it
-// can, for a caller that fills it a part at a time; a part that fails
-// with Full is the caller's to make again in a folder of os.TempDir.
-func Mkdir(pattern string) (string, error) {
-	if m := memoryDir(); m != "" {
-		if d, err := os.MkdirTemp(m, pattern); err == nil {
-			return d, nil
-		}
-	}
-	return os.MkdirTemp("", pattern)
-}
-
-// Full reports whether err says a file system had no room left (or the
+// full reports whether err says a file system had no room left (or the
 // user's quota on it).
-func Full(err error) bool {
+func full(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
@@ -57,7 +45,7 @@ func (p place) fill(pattern string, fill func(string) error) (string, error) {
 				return d, nil
 			}
 			_ = os.RemoveAll(d)
-			if !Full(err) {
+			if !full(err) {
 				return "", err
 			}
 		}
