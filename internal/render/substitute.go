@@ -32,8 +32,9 @@ type substituter struct {
 	mu         sync.Mutex
 	unresolved map[string]bool
 	// namesValid: every variable's name is one Flux accepts, so an
-	// object substitution cannot change is left as it is (mayChange) (Flux refuses a bad
-	// name on every object, so then each one goes through it).
+	// object substitution cannot change (mayChange) is left as it is.
+	// Flux refuses a bad name on every object, so with one, every
+	// object goes through it.
 	namesValid bool
 }
 
